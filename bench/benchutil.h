@@ -1,0 +1,71 @@
+/* Shared helpers for the benchmark programs: flag parsing, a monotonic
+ * clock and the one-line result format
+ *
+ *   bench=<name> procs=<p> n=<n> key=value ...
+ *
+ * that bench/run parses. Header-only so each benchmark stays one file. */
+#ifndef GMP_BENCHUTIL_H
+#define GMP_BENCHUTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct bench_args {
+	int procs;   /* --procs=N */
+	long long n; /* --n=N */
+} bench_args;
+
+static inline int64_t bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Returns the value of --name=V in argv as a string, or NULL. */
+static inline const char *bench_flag(int argc, char **argv, const char *name)
+{
+	size_t len = strlen(name);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] == '-' && a[1] == '-' && strncmp(a + 2, name, len) == 0 &&
+		    a[2 + len] == '=')
+			return a + 3 + len;
+	}
+	return NULL;
+}
+
+static inline long long bench_flag_ll(int argc, char **argv, const char *name,
+				      long long def)
+{
+	const char *v = bench_flag(argc, argv, name);
+	if (v == NULL)
+		return def;
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (errno || *end || x < 0) {
+		fprintf(stderr, "bad value for --%s: '%s'\n", name, v);
+		exit(2);
+	}
+	return x;
+}
+
+static inline bench_args bench_parse(int argc, char **argv, int def_procs,
+				     long long def_n)
+{
+	bench_args a;
+	a.procs = (int)bench_flag_ll(argc, argv, "procs", def_procs);
+	a.n = bench_flag_ll(argc, argv, "n", def_n);
+	if (a.procs < 1 || a.n < 1) {
+		fprintf(stderr, "--procs and --n must be at least 1\n");
+		exit(2);
+	}
+	return a;
+}
+
+#endif

@@ -1,0 +1,254 @@
+/* libgmp: an M:N green-thread runtime for C, built on Go's scheduler.
+ *
+ * Tasks (G) run on OS threads (M) that hold logical processors (P). Spawn
+ * tasks with gmp_go(); they are multiplexed over at most `maxprocs` running
+ * threads, spread by work stealing. Scheduling is cooperative: a task gives
+ * up its thread only at a switch point (gmp_yield, gmp_preempt_point, a
+ * blocking libgmp call, or its end). Wrap blocking system calls in
+ * gmp_enter_syscall()/gmp_exit_syscall() so the runtime can run other tasks
+ * meanwhile.
+ *
+ * Conventions. Functions that can fail return 0 (or a positive value) on
+ * success and a negative errno on failure, and leave errno alone. Misuse
+ * that breaks an invariant (readying a task that is not waiting, ...) prints
+ * "gmp: <what happened>" on stderr and aborts. "From a task" means from code
+ * running inside a task; "from any thread" includes threads the program
+ * created itself and the thread that called gmp_init(). None of these
+ * functions may be called from a signal handler.
+ *
+ * This header is the whole public interface; the contract behind it is
+ * SPEC.md in the project's repository.
+ */
+#ifndef GMP_H
+#define GMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMP_VERSION_MAJOR 0
+#define GMP_VERSION_MINOR 1
+#define GMP_VERSION_PATCH 0
+
+#if defined(GMP_BUILDING)
+#define GMP_EXTERN __attribute__((visibility("default")))
+#else
+#define GMP_EXTERN
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#define GMP_NORETURN [[noreturn]]
+#else
+#define GMP_NORETURN _Noreturn
+#endif
+
+/* ------------------------------------------------------------------------
+ * 1. Lifecycle
+ */
+
+typedef struct gmp_config {
+	int maxprocs;      /* number of Ps; 0: $GMP_MAXPROCS, else the CPUs
+			      this process may use                          */
+	int max_threads;   /* cap on threads (Ms); 0: $GMP_MAX_THREADS, else
+			      10000                                         */
+	size_t stack_size; /* task stack bytes; 0: $GMP_STACK_SIZE, else
+			      256 KiB, reserved and committed only as used  */
+} gmp_config;
+
+/* Starts the runtime: allocates the Ps and starts sysmon; threads are made
+ * on demand. cfg may be NULL (defaults and environment). Returns 0, or
+ * -EINVAL for a bad value (negative counts, a stack_size under 16 KiB, an
+ * unparsable GMP_* variable) and then starts nothing; -ENOMEM or -EAGAIN if
+ * resources ran out. A valid call while running returns 0 and changes
+ * nothing. Call from any thread that is not running a task. */
+GMP_EXTERN int gmp_init(const gmp_config *cfg);
+
+/* Waits until every task has finished (a task parked forever keeps it
+ * waiting), then stops every thread the runtime created and frees every
+ * task, stack and structure. Afterwards gmp_init may start the runtime
+ * again. Returns 0 (also when the runtime is not running), or -EPERM when
+ * called from a task. While it waits, gmp_go from outside a task returns
+ * -ESHUTDOWN. */
+GMP_EXTERN int gmp_shutdown(void);
+
+/* Starts the runtime if needed, runs fn(arg) as a task while the calling
+ * thread waits, and returns fn's result once fn has returned. Other tasks
+ * keep running. From a task it simply calls fn(arg). If the runtime cannot
+ * start or the task cannot be created, returns that negative errno. */
+GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg);
+
+/* ------------------------------------------------------------------------
+ * 2. Tasks
+ */
+
+typedef struct gmp_g gmp_g; /* a task; opaque */
+typedef void (*gmp_fn)(void *arg);
+
+/* Creates a task running fn(arg) and returns its id (> 0; unique for the
+ * life of the process, increasing). From a task the new task goes into the
+ * current P's runnext slot, so it runs next on this P (Go's newproc); from
+ * any other thread it goes to the global queue. An idle P is woken if
+ * there is one. Never switches. Starts the runtime with defaults if it is
+ * not running. Returns -EINVAL if fn is NULL, -ENOMEM if no task or stack
+ * could be allocated, -ESHUTDOWN from outside a task while gmp_shutdown
+ * waits. */
+GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg);
+
+/* Lets other tasks run; the caller stays runnable and resumes later,
+ * possibly on another thread (runtime.Gosched). A no-op outside a task. */
+GMP_EXTERN void gmp_yield(void);
+
+/* Ends the calling task (runtime.Goexit): task-local destructors run, then
+ * the task is gone. Called outside a task it aborts. */
+GMP_EXTERN GMP_NORETURN void gmp_exit(void);
+
+/* The running task's id, or 0 outside a task. Never switches. */
+GMP_EXTERN int64_t gmp_self(void);
+
+/* The running task, or NULL outside a task. Never switches. */
+GMP_EXTERN gmp_g *gmp_current(void);
+
+/* Yields if sysmon asked this task to (its time slice has lasted 10 ms).
+ * Costs one thread-local load when nothing is pending: call it in long
+ * loops that have no other switch point, to keep scheduling fair. */
+GMP_EXTERN void gmp_preempt_point(void);
+
+/* Task-local storage, like pthread keys. A new task reads NULL for every
+ * key. When a task ends, each non-NULL value's destructor (if any) runs
+ * once, on that task. Keys are never deleted; at most GMP_KEYS_MAX exist. */
+typedef struct gmp_key {
+	uint32_t id;
+} gmp_key;
+#define GMP_KEYS_MAX 256
+
+/* 0, or -EAGAIN when GMP_KEYS_MAX keys exist. Any thread. */
+GMP_EXTERN int gmp_key_create(gmp_key *key, void (*dtor)(void *));
+/* 0; -EINVAL for a key never created; -EPERM outside a task; -ENOMEM. */
+GMP_EXTERN int gmp_setspecific(gmp_key key, const void *value);
+/* The value, or NULL (outside a task, or an unknown key). */
+GMP_EXTERN void *gmp_getspecific(gmp_key key);
+
+/* ------------------------------------------------------------------------
+ * 3. Blocking and waking (gopark / goready)
+ */
+
+/* Called by gmp_park after the task is off its stack and before the thread
+ * looks for other work; `lock` is gmp_park's second argument. Return true
+ * to stay parked, false to resume at once. It runs on the scheduler's stack:
+ * it must not block, yield or park; it may call gmp_ready and gmp_go. */
+typedef bool (*gmp_unlock_fn)(gmp_g *g, void *lock);
+
+/* Moves the running task to waiting until someone calls gmp_ready on it.
+ * unlockf, if not NULL, runs as described above: the way for a primitive to
+ * release its lock and sleep without losing a wakeup. A switch point. Called
+ * outside a task it aborts. */
+GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock);
+
+/* Makes a waiting task runnable. From a task (or an unlock function) it goes
+ * into the current P's runnext and inherits the time slice; from any other
+ * thread it goes to the global queue and wakes an idle P. Never switches.
+ * Readying a task that is not waiting aborts. */
+GMP_EXTERN void gmp_ready(gmp_g *g);
+
+/* ------------------------------------------------------------------------
+ * 4. System calls
+ *
+ * Wrap any call that may block in the kernel:
+ *
+ *     gmp_enter_syscall();
+ *     ssize_t n = read(fd, buf, len);
+ *     int err = errno;            // read errno before gmp_exit_syscall
+ *     gmp_exit_syscall();
+ *
+ * While the call runs, the task keeps its P, so a quick call costs almost
+ * nothing; if it blocks, sysmon hands the P to another thread (after at
+ * least 20 µs, and at once when the P has other work queued and nobody else
+ * could run it) so the other tasks keep running. Between the two calls the
+ * task must not call other libgmp functions that may switch.
+ *
+ * errno: the errno the call left is the one the task sees after
+ * gmp_exit_syscall, even if the task continues on another thread. But glibc
+ * declares errno's location constant per thread, so a compiler may keep the
+ * old thread's errno address across the gmp_exit_syscall() call: read errno
+ * before gmp_exit_syscall (as above) when you need it. (The I/O calls of
+ * libgmp return -errno and need no errno at all.)
+ *
+ * Outside a task these functions do nothing.
+ */
+
+/* Marks the start of a possibly blocking call. No lock, no atomic
+ * read-modify-write in this path. Aborts if already in one. */
+GMP_EXTERN void gmp_enter_syscall(void);
+
+/* Marks its end. Fast path: the P is still ours and the task simply goes
+ * on. Slow path (the P was retaken): take back the old P, else an idle P,
+ * else queue the task globally and park the thread until a P is free (a
+ * switch point). Aborts if gmp_enter_syscall was not called first. */
+GMP_EXTERN void gmp_exit_syscall(void);
+
+/* As gmp_enter_syscall, for a call known to block: the P is handed off at
+ * once instead of waiting for sysmon. End it with gmp_exit_syscall. */
+GMP_EXTERN void gmp_enter_syscall_block(void);
+
+/* ------------------------------------------------------------------------
+ * 5. Threads
+ */
+
+/* Wires the calling task to its current thread (runtime.LockOSThread):
+ * until it has called gmp_unlock_os_thread as many times, it runs only on
+ * this thread and no other task runs there. A task that ends while locked
+ * takes its thread with it: the thread exits, never to be reused, so
+ * thread state the task changed (affinity, name, signal mask, namespaces)
+ * cannot leak; threads created while it is locked come from a clean
+ * template thread. Outside a task it does nothing. */
+GMP_EXTERN void gmp_lock_os_thread(void);
+
+/* Undoes one gmp_lock_os_thread; with no lock outstanding it does nothing
+ * (as Go's UnlockOSThread). */
+GMP_EXTERN void gmp_unlock_os_thread(void);
+
+/* Sets the cap on the runtime's threads (Ms; sysmon and the template thread
+ * are not counted) and returns the previous cap; n <= 0 only asks. A
+ * program that needs more threads than the cap aborts with "gmp: program
+ * exceeds N-thread limit", as does setting a cap below the current count
+ * (debug.SetMaxThreads). Starts the runtime if it is not running. */
+GMP_EXTERN int gmp_set_max_threads(int n);
+
+/* Sets the number of Ps to n and returns the previous number; n <= 0 only
+ * asks. Takes effect at once for growth; when shrinking, each P beyond n
+ * stops at its next switch point and its queued tasks move to the global
+ * queue. Starts the runtime with defaults if it is not running. Any
+ * thread; never switches. Values above 1024 are clamped. */
+GMP_EXTERN int gmp_set_maxprocs(int n);
+
+/* ------------------------------------------------------------------------
+ * 7. Observing it
+ */
+
+typedef struct gmp_stats {
+	uint64_t threads_total;    /* threads the runtime created and that are
+				      alive, sysmon included; never the
+				      caller's (/sched/threads/total)        */
+	uint64_t tasks_in_syscall; /* tasks inside enter/exit_syscall         */
+	uint64_t tasks_live;       /* spawned and not yet ended               */
+	uint64_t tasks_runnable, tasks_waiting;
+	uint64_t procs, procs_idle, threads_idle, threads_spinning;
+	uint64_t spawned, steals, global_runq_len;
+	uint64_t retakes;          /* Ps sysmon took from tasks in syscalls   */
+	uint64_t handoffs;         /* Ps passed to another M by handoffp      */
+} gmp_stats;
+
+/* Fills *out with a snapshot (values are read without stopping anything,
+ * so they need not add up exactly). Returns 0, or -EINVAL for NULL. When
+ * the runtime is not running every field is 0. Any thread; never switches. */
+GMP_EXTERN int gmp_stats_read(gmp_stats *out);
+
+/* The library's version as "MAJOR.MINOR.PATCH". */
+GMP_EXTERN const char *gmp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GMP_H */

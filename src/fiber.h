@@ -1,0 +1,175 @@
+/* Telling the checkers about stack switches.
+ *
+ * AddressSanitizer, ThreadSanitizer and Valgrind all assume one stack per
+ * thread unless told otherwise. Every switch in the runtime goes through
+ * exactly four hooks, in this order:
+ *
+ *   task -> g0   fiber_to_g0 (on the task)   ... fiber_on_g0 (on g0)
+ *   g0 -> task   fiber_to_task (on g0)       ... fiber_on_task (on the task)
+ *
+ * ASan: __sanitizer_start_switch_fiber before the switch names the stack
+ * we go to and saves the current fake stack (the frames ASan keeps for
+ * detect_stack_use_after_return) into the fiber we leave; NULL when the
+ * fiber we leave is dying, so ASan frees its fake stack.
+ * __sanitizer_finish_switch_fiber after the switch restores the arriving
+ * fiber's fake stack. Frames abandoned on purpose (g0 restarts from the top
+ * of its stack at every mcall; a dead task's last frames) leave ASan's
+ * poison behind, so the code that reuses those bytes unpoisons them first.
+ *
+ * TSan: each G owns a fiber (created with the G, kept across reuse,
+ * destroyed at shutdown); each M's g0 uses the thread's own. Switching
+ * with flags 0 makes the switch a synchronisation point, which it is.
+ *
+ * Valgrind: task stacks are registered when allocated (stack.c).
+ *
+ * In builds without a sanitizer every hook is empty and inlines away.
+ */
+#ifndef GMP_FIBER_H
+#define GMP_FIBER_H
+
+#include "internal.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GMP__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GMP__ASAN 1
+#endif
+#endif
+#ifndef GMP__ASAN
+#define GMP__ASAN 0
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define GMP__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GMP__TSAN 1
+#endif
+#endif
+#ifndef GMP__TSAN
+#define GMP__TSAN 0
+#endif
+
+#if GMP__ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if GMP__TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+/* A new G struct (once per G, not per task). */
+static inline void gmp__fiber_g_create(gmp_g *g)
+{
+#if GMP__TSAN
+	g->tsan_fiber = __tsan_create_fiber(0);
+#else
+	(void)g;
+#endif
+}
+
+static inline void gmp__fiber_g_destroy(gmp_g *g)
+{
+#if GMP__TSAN
+	if (g->tsan_fiber)
+		__tsan_destroy_fiber(g->tsan_fiber);
+	g->tsan_fiber = NULL;
+#else
+	(void)g;
+#endif
+}
+
+/* A G's stack is about to host a new task: forget the old task's frames. */
+static inline void gmp__fiber_stack_reset(gmp_g *g)
+{
+#if GMP__ASAN
+	__asan_unpoison_memory_region((void *)g->stack.lo,
+				      g->stack.hi - g->stack.lo);
+	g->asan_fake_stack = NULL;
+#else
+	(void)g;
+#endif
+}
+
+/* On a new M's thread, before its first switch. */
+static inline void gmp__fiber_m_init(gmp_m *m)
+{
+#if GMP__TSAN
+	m->tsan_fiber_g0 = __tsan_get_current_fiber();
+#else
+	(void)m;
+#endif
+}
+
+static inline void gmp__fiber_to_g0(gmp_m *m, gmp_g *g, bool dying)
+{
+#if GMP__ASAN
+	__sanitizer_start_switch_fiber(dying ? NULL : &g->asan_fake_stack,
+				       (const void *)m->g0_lo,
+				       m->g0_hi - m->g0_lo);
+#endif
+#if GMP__TSAN
+	__tsan_switch_to_fiber(m->tsan_fiber_g0, 0);
+#endif
+	(void)m;
+	(void)g;
+	(void)dying;
+}
+
+static inline void gmp__fiber_on_g0(gmp_m *m)
+{
+#if GMP__ASAN
+	__sanitizer_finish_switch_fiber(m->asan_fake_stack_g0, NULL, NULL);
+	/* The g0 frames of earlier rounds were abandoned, not returned
+	 * from; their redzones are still poisoned below g0sp. */
+	__asan_unpoison_memory_region((void *)m->g0_lo, m->g0sp - m->g0_lo);
+#else
+	(void)m;
+#endif
+}
+
+static inline void gmp__fiber_to_task(gmp_m *m, gmp_g *g)
+{
+#if GMP__ASAN
+	__sanitizer_start_switch_fiber(&m->asan_fake_stack_g0,
+				       (const void *)g->stack.lo,
+				       g->stack.hi - g->stack.lo);
+#endif
+#if GMP__TSAN
+	__tsan_switch_to_fiber(g->tsan_fiber, 0);
+#endif
+	(void)m;
+	(void)g;
+}
+
+static inline void gmp__fiber_on_task(gmp_g *g)
+{
+#if GMP__ASAN
+	__sanitizer_finish_switch_fiber(g->asan_fake_stack, NULL, NULL);
+#else
+	(void)g;
+#endif
+}
+
+/* On a task: save it and run fn(g) on the M's g0 stack. Returns when the
+ * task is resumed, possibly on another thread: `m` is stale afterwards.
+ * Inline, so that the resumed task has one return fewer to mispredict
+ * (its return-stack predictions were overwritten on the other stacks).
+ *
+ * errno travels with the task (SPEC §4): saved from this thread's errno
+ * and restored into the errno of the thread that resumes us, which is
+ * g->m's (execute sets g->m before it jumps here). Going through the Ms'
+ * errnop, not `errno`, keeps a compiler from reusing the old thread's
+ * errno address after the switch. */
+static inline __attribute__((always_inline)) void
+gmp__mcall(gmp_m *m, gmp_g *g, void (*fn)(gmp_g *))
+{
+	g->saved_errno = *m->errnop;
+	gmp__fiber_to_g0(m, g, false);
+	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)fn, g);
+	gmp__fiber_on_task(g);
+	*gmp__loadp_rlx(&g->m)->errnop = g->saved_errno;
+}
+
+#endif

@@ -1,0 +1,278 @@
+/* Tasks as objects: the status helper, allocation, the free lists that
+ * recycle dead Gs with their stacks, and task-local keys. */
+#include <string.h>
+
+#include "fiber.h"
+#include "internal.h"
+
+gmp__mutex gmp__allg_lock = GMP__MUTEX_INIT;
+gmp_g *gmp__allg; /* every G ever allocated; under allg_lock */
+
+static const char *const gstatus_names[GMP__G_NSTATES] = {
+	[GMP__G_IDLE] = "idle",       [GMP__G_RUNNABLE] = "runnable",
+	[GMP__G_RUNNING] = "running", [GMP__G_SYSCALL] = "syscall",
+	[GMP__G_WAITING] = "waiting", [GMP__G_DEAD] = "dead",
+};
+
+const char *gmp__gstatus_name(uint32_t s)
+{
+	s &= ~(uint32_t)GMP__G_SCAN;
+	return s < GMP__G_NSTATES ? gstatus_names[s] : "?";
+}
+
+static const char *const waitreason_names[GMP__WAIT_NREASONS] = {
+	[GMP__WAIT_NONE] = "",
+	[GMP__WAIT_PARK] = "park",
+	[GMP__WAIT_YIELD] = "yield",
+	[GMP__WAIT_SEMACQUIRE] = "semacquire",
+	[GMP__WAIT_MUTEX] = "mutex",
+	[GMP__WAIT_WG] = "wait group",
+	[GMP__WAIT_CHAN_SEND] = "chan send",
+	[GMP__WAIT_CHAN_RECV] = "chan receive",
+	[GMP__WAIT_SELECT] = "select",
+	[GMP__WAIT_SELECT_NOCASES] = "select (no cases)",
+	[GMP__WAIT_SLEEP] = "sleep",
+	[GMP__WAIT_IO_READ] = "IO wait (read)",
+	[GMP__WAIT_IO_WRITE] = "IO wait (write)",
+};
+
+const char *gmp__waitreason_name(uint32_t r)
+{
+	return r < GMP__WAIT_NREASONS ? waitreason_names[r] : "?";
+}
+
+/* Slow and cold parts of gmp__casgstatus (internal.h). */
+void gmp__gstatus_bad(gmp_g *g, uint32_t cur, uint32_t from, uint32_t to)
+{
+	if (!gmp__gstatus_legal(from, to))
+		gmp__throw("casgstatus: illegal transition of task %lld "
+			   "from %s to %s",
+			   (long long)g->id, gmp__gstatus_name(from),
+			   gmp__gstatus_name(to));
+	gmp__throw("casgstatus: task %lld is %s, not %s (moving it to %s)",
+		   (long long)g->id, gmp__gstatus_name(cur),
+		   gmp__gstatus_name(from), gmp__gstatus_name(to));
+}
+
+/* The transitions that can race use a CAS (see gmp__casgstatus). */
+void gmp__casgstatus_cas(gmp_g *g, uint32_t from, uint32_t to)
+{
+	for (int spins = 0;; spins++) {
+		uint32_t seen = gmp__fcas32_full(&g->status, from, to);
+		if (GMP__LIKELY(seen == from))
+			return;
+		if (seen != (from | GMP__G_SCAN))
+			gmp__gstatus_bad(g, seen, from, to);
+		/* sysmon holds the SCAN bit for a few instructions */
+		if (spins < 64)
+			gmp__cpu_relax();
+		else
+			gmp__osyield();
+	}
+}
+
+/* ---- allocation and free lists ----------------------------------------- */
+
+/* A new G with a stack, in state DEAD, on the all-G list. NULL if memory
+ * or address space ran out. */
+gmp_g *gmp__malg(void)
+{
+	gmp_g *g = gmp__calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	if (gmp__stack_alloc(&g->stack) != 0) {
+		gmp__free(g);
+		return NULL;
+	}
+	gmp__fiber_g_create(g);
+	g->status = GMP__G_IDLE;
+	gmp__casgstatus(g, GMP__G_IDLE, GMP__G_DEAD);
+	gmp__lock(&gmp__allg_lock);
+	g->allglink = gmp__allg;
+	gmp__storep_rel(&gmp__allg, g); /* lock-free readers: dumps, gdb */
+	gmp__unlock(&gmp__allg_lock);
+	return g;
+}
+
+/* Go keeps up to 64 dead Gs per P and moves them to the global list in
+ * batches of 32, so spawn-heavy Ps recycle locally and idle ones share. */
+enum { GFREE_MAX = 64, GFREE_BATCH = 32 };
+
+void gmp__gfput(gmp_p *p, gmp_g *g)
+{
+	if (gmp__readgstatus(g) != GMP__G_DEAD)
+		gmp__throw("gfput: task %lld is %s, not dead", (long long)g->id,
+			   gmp__gstatus_name(gmp__readgstatus(g)));
+	g->schedlink = p->gfree;
+	p->gfree = g;
+	if (++p->ngfree < GFREE_MAX)
+		return;
+	gmp_g *head = NULL, *tail = NULL;
+	int64_t n = 0;
+	while (p->ngfree > GFREE_BATCH) {
+		gmp_g *x = p->gfree;
+		p->gfree = x->schedlink;
+		p->ngfree--;
+		x->schedlink = head;
+		head = x;
+		if (!tail)
+			tail = x;
+		n++;
+	}
+	gmp__lock(&gmp__sched.gfree.lock);
+	tail->schedlink = gmp__sched.gfree.list;
+	gmp__sched.gfree.list = head;
+	gmp__sched.gfree.n += n;
+	gmp__unlock(&gmp__sched.gfree.lock);
+}
+
+/* A dead G from p's list (refilled from the global one), or from the
+ * global list directly when p is NULL (callers that hold no P). */
+gmp_g *gmp__gfget(gmp_p *p)
+{
+	if (!p) {
+		gmp__lock(&gmp__sched.gfree.lock);
+		gmp_g *g = gmp__sched.gfree.list;
+		if (g) {
+			gmp__sched.gfree.list = g->schedlink;
+			gmp__sched.gfree.n--;
+		}
+		gmp__unlock(&gmp__sched.gfree.lock);
+		return g;
+	}
+	if (!p->gfree && gmp__loadp_rlx(&gmp__sched.gfree.list)) {
+		gmp__lock(&gmp__sched.gfree.lock);
+		while (p->ngfree < GFREE_BATCH && gmp__sched.gfree.list) {
+			gmp_g *g = gmp__sched.gfree.list;
+			gmp__sched.gfree.list = g->schedlink;
+			gmp__sched.gfree.n--;
+			g->schedlink = p->gfree;
+			p->gfree = g;
+			p->ngfree++;
+		}
+		gmp__unlock(&gmp__sched.gfree.lock);
+	}
+	gmp_g *g = p->gfree;
+	if (g) {
+		p->gfree = g->schedlink;
+		p->ngfree--;
+		g->schedlink = NULL;
+	}
+	return g;
+}
+
+/* Moves all of p's dead Gs to the global list (p is going away). */
+void gmp__gfpurge(gmp_p *p)
+{
+	while (p->gfree) {
+		gmp_g *g = p->gfree;
+		p->gfree = g->schedlink;
+		gmp__lock(&gmp__sched.gfree.lock);
+		g->schedlink = gmp__sched.gfree.list;
+		gmp__sched.gfree.list = g;
+		gmp__sched.gfree.n++;
+		gmp__unlock(&gmp__sched.gfree.lock);
+	}
+	p->ngfree = 0;
+}
+
+/* Shutdown: frees every G and (through stack.c) every stack. Only when no
+ * runtime thread is left. */
+void gmp__gfree_all(void)
+{
+	gmp_g *g = gmp__allg;
+	while (g) {
+		gmp_g *next = g->allglink;
+		gmp__fiber_g_destroy(g);
+		gmp__stack_forget(&g->stack);
+		gmp__free(g->keys);
+		gmp__free(g);
+		g = next;
+	}
+	gmp__allg = NULL;
+	gmp__sched.gfree.list = NULL;
+	gmp__sched.gfree.n = 0;
+}
+
+/* ---- task-local keys ---------------------------------------------------- */
+
+static struct {
+	volatile uint32_t n;                  /* keys created; atomic */
+	void (*volatile dtor[GMP_KEYS_MAX])(void *); /* set before n grows */
+} keys;
+
+GMP_EXTERN int gmp_key_create(gmp_key *key, void (*dtor)(void *))
+{
+	if (!key)
+		return -EINVAL;
+	for (;;) {
+		uint32_t n = gmp__load32_acq(&keys.n);
+		if (n >= GMP_KEYS_MAX)
+			return -EAGAIN;
+		/* Reserve slot n, then publish its destructor. A reader
+		 * that sees the new count (acquire) but races the dtor store
+		 * can only be a task ending with a value for this key, which
+		 * it cannot have set before we returned the key. */
+		if (gmp__cas32_full(&keys.n, n, n + 1)) {
+			gmp__storep_rel(&keys.dtor[n], dtor);
+			key->id = n + 1; /* 0 is never a valid key */
+			return 0;
+		}
+	}
+}
+
+GMP_EXTERN int gmp_setspecific(gmp_key key, const void *value)
+{
+	if (key.id == 0 || key.id > gmp__load32_acq(&keys.n))
+		return -EINVAL;
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (!g)
+		return -EPERM;
+	uint32_t i = key.id - 1;
+	if (i >= g->nkeys) {
+		if (!value)
+			return 0; /* absent already reads as NULL */
+		uint32_t cap = g->nkeys ? g->nkeys : 8;
+		while (cap <= i)
+			cap *= 2;
+		void **nk = gmp__realloc(g->keys, cap * sizeof *nk);
+		if (!nk)
+			return -ENOMEM;
+		memset(nk + g->nkeys, 0, (cap - g->nkeys) * sizeof *nk);
+		g->keys = nk;
+		g->nkeys = cap;
+	}
+	g->keys[i] = (void *)value;
+	return 0;
+}
+
+GMP_EXTERN void *gmp_getspecific(gmp_key key)
+{
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (!g || key.id == 0 || key.id > g->nkeys)
+		return NULL;
+	return g->keys[key.id - 1];
+}
+
+/* Runs on the ending task: each non-NULL value's destructor, once. A
+ * destructor may set values again (pthread would loop); we clear each slot
+ * before calling its destructor and do not revisit it, so a value stored
+ * during destruction is dropped without its destructor, as SPEC §2 asks
+ * for exactly one run per value. */
+void gmp__keys_destroy(gmp_g *g)
+{
+	for (uint32_t i = 0; i < g->nkeys; i++) {
+		void *v = g->keys[i];
+		if (!v)
+			continue;
+		g->keys[i] = NULL;
+		void (*d)(void *) = gmp__loadp_acq(&keys.dtor[i]);
+		if (d)
+			d(v);
+	}
+	/* A destructor may have grown the array; leave no value behind. */
+	if (g->keys)
+		memset(g->keys, 0, g->nkeys * sizeof *g->keys);
+}

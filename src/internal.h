@@ -1,0 +1,519 @@
+/* What every part of the runtime needs: the G, M and P structures, the
+ * global scheduler state, and the internal entry points between files.
+ *
+ * Read src/sched.c's opening comment first: it explains the design. Here,
+ * every shared field says who owns it and what protects it:
+ *
+ *   "owner"      only the M that holds the object (the P's M; the G's M
+ *                while it runs) reads or writes it; no atomics needed.
+ *   "sched.lock" read and written under sched.lock.
+ *   "atomic"     accessed only through src/atomic.h, with the order named
+ *                at each access.
+ *   "racy"       read without synchronisation by sysmon, stats or dumps,
+ *                which tolerate stale values (still accessed atomically,
+ *                relaxed, so that the C memory model and TSan agree).
+ */
+#ifndef GMP_INTERNAL_H
+#define GMP_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmp.h"
+#include "atomic.h"
+#include "ctx.h"
+#include "lock.h"
+#include "os.h"
+
+typedef struct gmp_m gmp_m;
+typedef struct gmp_p gmp_p;
+
+#define GMP__LIKELY(x) __builtin_expect(!!(x), 1)
+#define GMP__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GMP__CACHELINE 64
+
+/* Debug-only consistency checks: `if (GMP__DEBUG)` keeps them compiled (and
+ * so correct) in every build, and the optimiser drops them in release. */
+#ifdef NDEBUG
+#define GMP__DEBUG 0
+#else
+#define GMP__DEBUG 1
+#endif
+
+_Noreturn void gmp__throw(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), cold));
+
+/* ------------------------------------------------------------------------
+ * G: a task.
+ *
+ * States (Go's _G* states, one transition helper: gmp__casgstatus):
+ *
+ *   IDLE      just allocated, not yet initialised          owner: allocator
+ *   RUNNABLE  on a run queue (a P's ring, runnext, or the global queue),
+ *             or in hand between a queue and execute        owner: the queue
+ *   RUNNING   executing on an M that holds a P               owner: that M
+ *   SYSCALL   in a wrapped system call; its M may or may not still hold a
+ *             P (sysmon may retake it)                       owner: its M
+ *   WAITING   parked by gmp_park; only gmp_ready may move it  owner: waker
+ *   DEAD      finished; on a free list with its stack        owner: free list
+ *
+ * The SCAN bit may be set on SYSCALL by sysmon (or by an M leaving a
+ * syscall) while it inspects the G's M and P: while it is set the G cannot
+ * leave SYSCALL, so the inspector may take the P (Go 1.26's scheme, see
+ * src/syscall.c).
+ */
+enum gmp__gstatus {
+	GMP__G_IDLE = 0,
+	GMP__G_RUNNABLE = 1,
+	GMP__G_RUNNING = 2,
+	GMP__G_SYSCALL = 3,
+	GMP__G_WAITING = 4,
+	GMP__G_DEAD = 5,
+	GMP__G_NSTATES,
+	GMP__G_SCAN = 0x1000,
+};
+
+/* Why a task waits; printed by dumps and the gdb extension. */
+enum gmp__waitreason {
+	GMP__WAIT_NONE = 0,
+	GMP__WAIT_PARK,      /* gmp_park by the user */
+	GMP__WAIT_YIELD,     /* runnable after gmp_yield (never in WAITING) */
+	GMP__WAIT_SEMACQUIRE,
+	GMP__WAIT_MUTEX,
+	GMP__WAIT_WG,
+	GMP__WAIT_CHAN_SEND,
+	GMP__WAIT_CHAN_RECV,
+	GMP__WAIT_SELECT,
+	GMP__WAIT_SELECT_NOCASES,
+	GMP__WAIT_SLEEP,
+	GMP__WAIT_IO_READ,
+	GMP__WAIT_IO_WRITE,
+	GMP__WAIT_NREASONS,
+};
+
+const char *gmp__gstatus_name(uint32_t status);
+const char *gmp__waitreason_name(uint32_t reason);
+
+/* A task's stack: usable bytes [lo, hi); the guard page (if any) sits just
+ * below lo. Owned by its G for the G's whole life (dead Gs keep theirs). */
+typedef struct gmp__stack {
+	uintptr_t lo, hi;
+	bool guarded;
+	uint32_t valgrind_id; /* VALGRIND_STACK_REGISTER handle, or 0 */
+} gmp__stack;
+
+struct gmp_g {
+	gmp__gobuf sched;       /* saved context while not running; owner */
+	gmp__stack stack;       /* immutable while the G is live */
+	volatile uint32_t status;  /* atomic: see gmp__casgstatus */
+	volatile uint32_t waitreason; /* racy: written by the G as it parks */
+	int64_t id;             /* owner; > 0 while live, reused Gs get new ids */
+	gmp_fn fn;              /* entry function and its argument; owner */
+	void *arg;
+	gmp_g *schedlink;       /* next in a run queue or free list; queue owner */
+	gmp_m *m;               /* the M running it; NULL when not running; owner */
+	gmp_m *lastm;           /* racy: the M it ran on last (for dumps) */
+	gmp_m *lockedm;         /* M this G is locked to (LockOSThread); owner */
+	volatile bool preempt;  /* atomic: sysmon asks it to yield */
+	int saved_errno;        /* errno across switch points; owner */
+	void **keys;            /* task-local values, gmp_key.id-indexed; owner */
+	uint32_t nkeys;         /* capacity of keys[] */
+	void *param;            /* passed by a waker (channels, semaphores) */
+	int64_t waitsince;      /* racy: when it last began waiting (ns) */
+	gmp_g *allglink;        /* all-G list, under gmp__allg_lock */
+	/* Sanitizer and Valgrind state for this G's stack (src/fiber.h). */
+	void *asan_fake_stack;
+	void *tsan_fiber;
+};
+
+/* ------------------------------------------------------------------------
+ * M: an OS thread the runtime created.
+ *
+ * An M runs scheduler code on its g0 stack, which is the thread's own stack
+ * (mcall returns to g0sp, the top of it, every time: schedule() never
+ * returns, so the g0 stack never holds anything older than one scheduling
+ * round). An M holds at most one P; without one it is idle (parked on
+ * park), spinning, in a syscall, or locked and waiting for its G.
+ */
+struct gmp_m {
+	int64_t id;
+	gmp_g *curg;             /* G running now; owner (racy for dumps) */
+	gmp_p *p;                /* P held; owner (sysmon may clear it while
+				    curg is SYSCALL|SCAN, see syscall.c) */
+	gmp_p *nextp;            /* P handed over by startm; set before the
+				    notewakeup that releases the M */
+	gmp_p *oldp;             /* P held when the syscall began; owner */
+	uint32_t syscalltick;    /* p->syscalltick at entersyscall; owner */
+	bool spinning;           /* owner; counted in sched.nmspinning */
+	bool idle;               /* on sched.midle; sched.lock */
+	bool exiting;            /* set with park woken: leave the thread */
+	gmp__note park;          /* where the idle M sleeps */
+	gmp_m *schedlink;        /* idle list (sched.midle); sched.lock */
+	gmp_m *alllink;          /* all-M list; immutable once linked */
+	gmp_m *freelink;         /* sched.freem; sched.lock */
+
+	/* LockOSThread (src/syscall.c): G locked to this M and nest counts. */
+	gmp_g *lockedg;
+	uint32_t locked_ext, locked_int;
+
+	/* gmp_park's arguments, consumed by park_m on g0. */
+	gmp_unlock_fn waitunlockf;
+	void *waitlock;
+
+	/* Thread and g0 stack. */
+	pthread_t thread;
+	pid_t tid;               /* racy: for dumps and tests */
+	bool thread_joinable;    /* a thread was created and not yet joined */
+	uintptr_t g0sp;          /* where mcall starts g0 frames; owner */
+	uintptr_t g0_lo, g0_hi;  /* the thread's stack bounds; owner */
+	void (*mstartfn)(gmp_m *);  /* run once on the new thread before
+				       scheduling; NULL for plain workers */
+	volatile uint32_t *preemptp; /* this thread's preempt flag (tls.c) */
+	int *errnop;             /* this thread's errno (&errno on it) */
+	uint64_t rand;           /* owner: cheap per-M random state */
+	int64_t idle_since;      /* when it last parked idle; owner */
+	jmp_buf *exitjmp;        /* mstart's exit point; owner */
+
+	void *asan_fake_stack_g0;
+	void *tsan_fiber_g0;
+};
+
+/* ------------------------------------------------------------------------
+ * P: a logical processor. An M must hold one to run tasks.
+ *
+ * States:
+ *   IDLE     on sched.pidle (no M)                          sched.lock
+ *   RUNNING  held by an M (running a task, scheduling, or with its task
+ *            in a syscall)                                  that M
+ *   DEAD     beyond gomaxprocs after gmp_set_maxprocs shrank the count;
+ *            kept (Ps are never freed while running) and revived if the
+ *            count grows again                              sched.lock
+ */
+enum gmp__pstatus {
+	GMP__P_IDLE = 0,
+	GMP__P_RUNNING = 1,
+	GMP__P_DEAD = 2,
+};
+
+#define GMP__RUNQ_SIZE 256u
+#define GMP__GOIDCACHE_BATCH 16
+
+struct gmp_p {
+	int32_t id;
+	volatile uint32_t status; /* atomic store under sched.lock or by the
+				     holder; racy loads by sysmon/stealers */
+	gmp_p *link;              /* sched.pidle; sched.lock */
+	gmp_m *m;                 /* holder; racy reads by sysmon */
+	volatile uint32_t schedtick;   /* owner writes, sysmon reads (racy) */
+	volatile uint32_t syscalltick; /* owner writes, sysmon reads (racy) */
+	volatile bool preempt;    /* sysmon: the slice expired, skip runnext */
+	uint32_t rand;            /* owner: randomised-scheduling state */
+
+	/* sysmon's private record of what it saw (src/sysmon.c). */
+	struct {
+		uint32_t schedtick, syscalltick;
+		int64_t schedwhen, syscallwhen;
+	} sysmontick;
+
+	/* Task ids handed out without touching sched.goidgen every time. */
+	int64_t goidcache, goidcacheend;
+
+	/* Dead Gs with stacks, for reuse; owner (batches move to and from
+	 * sched.gfree under its lock). */
+	gmp_g *gfree;
+	int32_t ngfree;
+
+	/* Counters for gmp_stats_read; written by the owner, read racily. */
+	volatile uint64_t nspawned, nsteals;
+
+	/* The local run queue. runqhead is advanced by the owner and by
+	 * thieves (CAS); runqtail and the slots are written only by the
+	 * owner. runnext may be CASed to NULL by thieves; only the owner
+	 * sets it to a G. See src/runq.h for the protocol. */
+	__attribute__((aligned(GMP__CACHELINE))) volatile uint32_t runqhead;
+	volatile uint32_t runqtail;
+	gmp_g *volatile runnext;
+	gmp_g *volatile runq[GMP__RUNQ_SIZE];
+};
+
+/* ------------------------------------------------------------------------
+ * A FIFO of Gs linked through schedlink, owned by whoever holds its lock. */
+typedef struct gmp__gqueue {
+	gmp_g *head, *tail;
+	int64_t n;
+} gmp__gqueue;
+
+static inline void gmp__gq_push(gmp__gqueue *q, gmp_g *g)
+{
+	g->schedlink = NULL;
+	if (q->tail)
+		q->tail->schedlink = g;
+	else
+		q->head = g;
+	q->tail = g;
+	q->n++;
+}
+
+static inline gmp_g *gmp__gq_pop(gmp__gqueue *q)
+{
+	gmp_g *g = q->head;
+	if (g) {
+		q->head = g->schedlink;
+		if (!q->head)
+			q->tail = NULL;
+		q->n--;
+		g->schedlink = NULL;
+	}
+	return g;
+}
+
+/* Appends all of b to a and empties b. */
+static inline void gmp__gq_append(gmp__gqueue *a, gmp__gqueue *b)
+{
+	if (!b->head)
+		return;
+	if (a->tail)
+		a->tail->schedlink = b->head;
+	else
+		a->head = b->head;
+	a->tail = b->tail;
+	a->n += b->n;
+	b->head = b->tail = NULL;
+	b->n = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * sched: the global scheduler state (Go's schedt). What lives where:
+ *
+ *   per-P run queue            p->runq, runnext     lock-free (runq.h)
+ *   global run queue           sched.runq           sched.lock
+ *   idle Ms                    sched.midle          sched.lock
+ *   idle Ps                    sched.pidle          sched.lock
+ *   dead Gs                    p->gfree / sched.gfree   owner / gfree.lock
+ */
+#define GMP__MAXPROCS_LIMIT 1024
+
+typedef struct gmp__sched {
+	gmp__mutex lock;
+	gmp__mutex mexit_lock;    /* an M's thread stays alive while held */
+
+	gmp_m *midle;             /* idle Ms; sched.lock */
+	volatile uint32_t nmidle; /* sched.lock; racy reads for stats */
+	int32_t nmidlelocked;     /* locked Ms waiting for their G; sched.lock */
+	int64_t mnext;            /* Ms ever created = next M id; sched.lock */
+	int32_t nmfreed;          /* Ms that exited; sched.lock */
+	int32_t maxmcount;        /* thread cap; sched.lock */
+	int32_t nmsys;            /* system threads (sysmon, template); sched.lock */
+	gmp_m *freem;             /* exited Ms whose threads await a join;
+				     sched.lock */
+	gmp_m *allm;              /* every M struct ever made; prepend-only
+				     under sched.lock, read lock-free */
+
+	gmp_p *pidle;             /* idle Ps; sched.lock */
+	volatile uint32_t npidle;     /* atomic; written under sched.lock */
+	volatile uint32_t nmspinning; /* atomic (see sched.c's protocol) */
+	volatile uint32_t needspinning; /* atomic: a P must not go idle */
+
+	gmp__gqueue runq;         /* global run queue; sched.lock */
+	volatile uint64_t runqsize; /* atomic mirror of runq.n for lock-free
+				       emptiness checks; written under lock */
+
+	struct {
+		gmp__mutex lock;
+		gmp_g *list;
+		int64_t n;
+	} gfree;                  /* dead Gs with stacks */
+
+	volatile uint64_t goidgen;   /* atomic: last task id handed out */
+	volatile uint64_t ngoroutines; /* atomic: live tasks */
+	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
+	volatile uint32_t nthreads;  /* atomic: live runtime threads */
+	volatile uint64_t nhandoffs; /* atomic: Ps handed to another M */
+	volatile uint64_t nretakes;  /* atomic: Ps sysmon took from syscalls */
+
+	/* Ps: allp[0..gomaxprocs) are live; entries beyond are DEAD or NULL.
+	 * allp grows only; entries are never freed while running. */
+	gmp_p *allp[GMP__MAXPROCS_LIMIT];
+	volatile uint32_t gomaxprocs; /* atomic; changed under sched.lock */
+
+	/* sysmon's deep sleep (sysmon.c): set under sched.lock while it
+	 * sleeps on sysmonnote because every P is idle. */
+	volatile uint32_t sysmonwait;
+	gmp__note sysmonnote;
+
+	/* Shutdown: the runtime stops once every task has ended. */
+	volatile uint32_t stopping;   /* atomic: Ms must exit, not park */
+	volatile uint32_t drain_seq;  /* futex word bumped when ngoroutines
+					 reaches zero */
+	volatile uint32_t drain_waiters; /* atomic: someone waits on it */
+} gmp__sched_t;
+
+extern gmp__sched_t gmp__sched;
+
+/* Settings fixed at gmp_init (runtime.c). */
+typedef struct gmp__settings {
+	size_t stack_size;          /* usable bytes per task stack */
+	int stack_guard;            /* GMP__GUARD_AUTO/ALWAYS/NEVER */
+	int64_t idle_thread_timeout_ns; /* 0: keep idle threads */
+	int schedtrace_ms, scheddetail, randomize, sigquit;
+	bool maxprocs_from_user;    /* maxprocs was given, not detected */
+} gmp__settings;
+extern gmp__settings gmp__cfg;
+
+enum { GMP__GUARD_AUTO = 0, GMP__GUARD_ALWAYS = 1, GMP__GUARD_NEVER = 2 };
+
+/* ------------------------------------------------------------------------
+ * Thread-local state (tls.c). These are out-of-line on purpose: a task can
+ * move to another thread at any switch point, and a compiler may keep a
+ * thread-local address (or glibc's const __errno_location) in a register
+ * across the call that switched threads. A call into another translation
+ * unit is opaque, so each access reads the current thread's copy. */
+gmp_m *gmp__getm(void);
+void gmp__setm(gmp_m *m);
+int gmp__errno_get(void);
+void gmp__errno_set(int e);
+volatile uint32_t *gmp__tls_preempt_flag(void);
+void gmp__preempt_slow(void);
+
+/* ------------------------------------------------------------------------
+ * Between files. */
+
+/* g.c: task structures, status, free lists, keys */
+extern gmp__mutex gmp__allg_lock;
+extern gmp_g *gmp__allg;
+gmp_g *gmp__gfget(gmp_p *p);
+void gmp__gfput(gmp_p *p, gmp_g *g);
+void gmp__gfpurge(gmp_p *p);
+gmp_g *gmp__malg(void);
+void gmp__gfree_all(void);
+void gmp__keys_destroy(gmp_g *g);
+
+static inline uint32_t gmp__readgstatus(const gmp_g *g)
+{
+	return gmp__load32_acq(&g->status);
+}
+
+/* The legal transitions (Go's casgstatus table, minus what we lack). With
+ * constant arguments, as at every call site, this folds away. */
+static inline bool gmp__gstatus_legal(uint32_t from, uint32_t to)
+{
+	switch (from) {
+	case GMP__G_IDLE:
+		return to == GMP__G_DEAD;
+	case GMP__G_DEAD:
+		return to == GMP__G_RUNNABLE;
+	case GMP__G_RUNNABLE:
+		return to == GMP__G_RUNNING;
+	case GMP__G_RUNNING:
+		return to == GMP__G_RUNNABLE || to == GMP__G_WAITING ||
+		       to == GMP__G_SYSCALL || to == GMP__G_DEAD;
+	case GMP__G_SYSCALL:
+		return to == GMP__G_RUNNING;
+	case GMP__G_WAITING:
+		return to == GMP__G_RUNNABLE;
+	}
+	return false;
+}
+
+_Noreturn void gmp__gstatus_bad(gmp_g *g, uint32_t cur, uint32_t from,
+				uint32_t to) __attribute__((cold));
+void gmp__casgstatus_cas(gmp_g *g, uint32_t from, uint32_t to);
+
+/* The one way a G's status changes; an illegal transition, or a G not in
+ * `from`, aborts naming both states. Transitions that can race use a CAS:
+ *
+ *   WAITING -> RUNNABLE   two wakers (a bug we must catch, not corrupt on)
+ *   SYSCALL -> RUNNING    sysmon may hold the SCAN bit (syscall.c): wait
+ *
+ * Every other transition is made by the G's sole owner, so a checked
+ * store-release suffices; the release publishes the owner's writes (the
+ * saved context above all) to whoever acquires the new status. */
+static inline void gmp__casgstatus(gmp_g *g, uint32_t from, uint32_t to)
+{
+	if (GMP__UNLIKELY(!gmp__gstatus_legal(from, to)))
+		gmp__gstatus_bad(g, from, from, to);
+	if (from == GMP__G_WAITING || from == GMP__G_SYSCALL) {
+		gmp__casgstatus_cas(g, from, to);
+		return;
+	}
+	uint32_t cur = gmp__load32_rlx(&g->status);
+	if (GMP__UNLIKELY(cur != from))
+		gmp__gstatus_bad(g, cur, from, to);
+	gmp__store32_rel(&g->status, to);
+}
+
+/* runq.c / runq.h: run queues; see there. */
+
+/* sched.c */
+_Noreturn void gmp__schedule(gmp_m *m);
+_Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit);
+void gmp__wakep(void);
+void gmp__startm(gmp_p *p, bool spinning, bool lockheld);
+void gmp__stopm(gmp_m *m);
+void gmp__handoffp(gmp_p *p);
+gmp_p *gmp__releasep(gmp_m *m);
+void gmp__acquirep(gmp_m *m, gmp_p *p);
+gmp_p *gmp__pidleget(void);
+void gmp__pidleput(gmp_p *p);
+gmp_m *gmp__mget(void);
+void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning);
+void gmp__ready(gmp_g *g, bool next);
+void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
+_Noreturn void gmp__goexit_locked(gmp_m *m);
+void gmp__globrunq_put(gmp_g *g);
+void gmp__globrunq_putbatch(gmp__gqueue *q);
+void gmp__injectglist(gmp__gqueue *q);
+int gmp__procresize(int n);
+int gmp__sched_start(int maxprocs, int max_threads);
+void gmp__newm1(gmp_m *m);
+void gmp__newm_start(gmp_m *m);
+_Noreturn void gmp__schedule_locked(gmp_m *m);
+void gmp__startlockedm(gmp_m *m, gmp_g *g);
+void gmp__sched_stop(void);
+void gmp__goexit1(void) __attribute__((noreturn));
+uint32_t gmp__cheaprand(gmp_m *m);
+
+/* alloc.c: the one allocator pair, counted (and fault-injectable). */
+void *gmp__malloc(size_t n);
+void *gmp__calloc(size_t n, size_t size);
+void *gmp__realloc(void *p, size_t n);
+void gmp__free(void *p);
+int64_t gmp__alloc_live(void);
+
+/* stack.c */
+void gmp__stack_init(void);
+int gmp__stack_alloc(gmp__stack *s);
+void gmp__stack_forget(gmp__stack *s);
+void gmp__stack_trim(gmp__stack *s, size_t keep);
+bool gmp__stack_guard_hit(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install);
+void gmp__stack_release_all(void);
+
+/* runtime.c */
+bool gmp__running(void);
+int64_t gmp__with_runtime(int64_t (*fn)(void *), void *arg);
+int64_t gmp__go_nop(gmp_fn fn, void *arg);
+int64_t gmp__go_foreign(gmp_fn fn, void *arg);
+
+/* syscall.c */
+bool gmp__block_on_exit_syscall(gmp_p *p, gmp_g **gp, gmp_m **mp);
+void gmp__syscall_resume(gmp_g *g);
+void gmp__syscall_takep(gmp_m *m, gmp_p *p);
+
+/* thread.c */
+void gmp__template_stop(void);
+
+/* dump.c */
+int gmp__sched_detail(char *buf, size_t size);
+
+/* sysmon.c */
+int gmp__sysmon_start(void);
+void gmp__sysmon_stop(void);
+void gmp__sysmon_wake_locked(void);
+
+#endif

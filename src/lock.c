@@ -1,0 +1,111 @@
+/* gmp__mutex and gmp__note on futexes (see lock.h for the word states). */
+#include "internal.h"
+
+enum { UNLOCKED = 0, LOCKED = 1, SLEEPING = 2 };
+enum { ACTIVE_SPIN = 4, ACTIVE_SPIN_CNT = 30, PASSIVE_SPIN = 1 };
+
+static int spin_rounds(void)
+{
+	static volatile uint32_t ncpu; /* 0 until first asked */
+	uint32_t n = gmp__load32_rlx(&ncpu);
+	if (n == 0) {
+		n = (uint32_t)gmp__ncpu();
+		gmp__store32_rlx(&ncpu, n);
+	}
+	return n > 1 ? ACTIVE_SPIN : 0;
+}
+
+/* Tries to take an unlocked lock, leaving `wait` in the word: LOCKED when
+ * we never slept, SLEEPING once we did (we cannot know whether others
+ * still sleep, so the next unlock must wake one). */
+static bool try_take(gmp__mutex *l, uint32_t wait)
+{
+	while (gmp__load32_rlx(&l->key) == UNLOCKED)
+		if (gmp__cas32_acq(&l->key, UNLOCKED, wait))
+			return true;
+	return false;
+}
+
+void gmp__lock(gmp__mutex *l)
+{
+	/* Fast path: acquire CAS, paired with the release in gmp__unlock. */
+	if (GMP__LIKELY(gmp__cas32_acq(&l->key, UNLOCKED, LOCKED)))
+		return;
+
+	uint32_t wait = LOCKED;
+	int spin = spin_rounds();
+	for (;;) {
+		/* Spin a little while the holder (on another CPU) finishes. */
+		for (int i = 0; i < spin; i++) {
+			if (try_take(l, wait))
+				return;
+			for (int j = 0; j < ACTIVE_SPIN_CNT; j++)
+				gmp__cpu_relax();
+		}
+		for (int i = 0; i < PASSIVE_SPIN; i++) {
+			if (try_take(l, wait))
+				return;
+			gmp__osyield();
+		}
+		/* Announce a sleeper; if the lock was free meanwhile, we own
+		 * it (in SLEEPING state, which costs one spurious wake). */
+		if (gmp__xchg32_full(&l->key, SLEEPING) == UNLOCKED)
+			return;
+		wait = SLEEPING;
+		gmp__futex_wait(&l->key, SLEEPING, -1);
+	}
+}
+
+void gmp__unlock(gmp__mutex *l)
+{
+	/* Only the holder moves the word away from LOCKED/SLEEPING to
+	 * UNLOCKED; others only move LOCKED to SLEEPING. So if the release
+	 * CAS fails, the word is SLEEPING (or the lock was not held). */
+	if (GMP__LIKELY(gmp__cas32_rel(&l->key, LOCKED, UNLOCKED)))
+		return;
+	uint32_t v = gmp__xchg32_full(&l->key, UNLOCKED);
+	if (v == UNLOCKED)
+		gmp__throw("unlock of unlocked runtime lock %p", (void *)l);
+	if (v == SLEEPING)
+		gmp__futex_wake(&l->key, 1);
+}
+
+/* ---- notes -------------------------------------------------------------- */
+
+void gmp__noteclear(gmp__note *n)
+{
+	gmp__store32_rlx(&n->key, 0);
+}
+
+void gmp__notewakeup(gmp__note *n)
+{
+	/* Full CAS: publishes everything the waker wrote before (the P in
+	 * nextp, for example) to the sleeper's acquire load of the key. */
+	uint32_t old = gmp__fcas32_full(&n->key, 0, 1);
+	if (old != 0)
+		gmp__throw("notewakeup: double wakeup (key %u)", old);
+	gmp__futex_wake(&n->key, 1);
+}
+
+void gmp__notesleep(gmp__note *n)
+{
+	while (gmp__load32_acq(&n->key) == 0)
+		gmp__futex_wait(&n->key, 0, -1);
+}
+
+bool gmp__notetsleep(gmp__note *n, int64_t ns)
+{
+	if (ns < 0) {
+		gmp__notesleep(n);
+		return true;
+	}
+	int64_t deadline = gmp__nanotime() + ns;
+	for (;;) {
+		if (gmp__load32_acq(&n->key) != 0)
+			return true;
+		int64_t left = deadline - gmp__nanotime();
+		if (left <= 0)
+			return false;
+		gmp__futex_wait(&n->key, 0, left);
+	}
+}

@@ -1,0 +1,185 @@
+/* Linux: futexes, clocks, threads, CPU counts and guard pages. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13; not yet in glibc 2.36 */
+#endif
+
+/* The futex helpers save and restore errno: they run on behalf of tasks
+ * and foreign threads, and SPEC §4 promises runtime code leaves errno be. */
+int gmp__futex_wait(volatile uint32_t *addr, uint32_t val, int64_t ns)
+{
+	struct timespec ts, *tsp = NULL;
+	if (ns >= 0) {
+		ts.tv_sec = ns / 1000000000;
+		ts.tv_nsec = ns % 1000000000;
+		tsp = &ts;
+	}
+	int saved = errno;
+	long r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, tsp, NULL, 0);
+	int err = r < 0 ? errno : 0;
+	errno = saved;
+	return -err;
+}
+
+void gmp__futex_wake(volatile uint32_t *addr, int n)
+{
+	int saved = errno;
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	errno = saved;
+}
+
+int64_t gmp__nanotime(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void gmp__osyield(void)
+{
+	sched_yield();
+}
+
+void gmp__usleep(int64_t us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	int saved = errno;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	errno = saved;
+}
+
+pid_t gmp__gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+int gmp__ncpu(void)
+{
+	cpu_set_t set;
+	int n = 0;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n < 1) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		n = c > 0 ? (int)c : 1;
+	}
+	return n;
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+static sigset_t init_sigmask;
+
+void gmp__sigmask_save(void)
+{
+	pthread_sigmask(SIG_SETMASK, NULL, &init_sigmask);
+}
+
+void gmp__sigmask_restore(void)
+{
+	pthread_sigmask(SIG_SETMASK, &init_sigmask, NULL);
+}
+
+int gmp__thread_create(pthread_t *t, size_t stack_size, void *(*fn)(void *),
+		       void *arg)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int err;
+
+	if ((err = pthread_attr_init(&attr)) != 0)
+		return -err;
+	if (stack_size)
+		pthread_attr_setstacksize(&attr, stack_size);
+	/* Block every signal around the creation so the new thread starts
+	 * with all of them blocked; it installs the process mask once it is
+	 * set up (newosproc/minit). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(t, &attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return -err;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+size_t gmp__pagesize(void)
+{
+	static size_t ps;
+	if (!ps)
+		ps = (size_t)sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+long gmp__max_map_count(void)
+{
+	long v = 65530;
+	int saved = errno;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1 || v <= 0)
+			v = 65530;
+		fclose(f);
+	}
+	errno = saved;
+	return v;
+}
+
+int gmp__guard_install(void *addr, size_t len)
+{
+	return madvise(addr, len, MADV_GUARD_INSTALL) == 0 ? 0 : -errno;
+}
+
+/* Installs a guard on a scratch page and checks that the kernel refuses to
+ * read it: write(2) from the page into a pipe must fail with EFAULT. An
+ * emulator that accepts and ignores the madvise fails this probe. */
+static int guard_probe(void)
+{
+	size_t ps = gmp__pagesize();
+	int saved = errno, ok = 0;
+	void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		goto out;
+	if (gmp__guard_install(p, ps) == 0) {
+		int fds[2];
+		if (pipe2(fds, O_CLOEXEC) == 0) {
+			ok = write(fds[1], p, 1) < 0 && errno == EFAULT;
+			close(fds[0]);
+			close(fds[1]);
+		}
+	}
+	munmap(p, ps);
+out:
+	errno = saved;
+	return ok ? 1 : -1;
+}
+
+bool gmp__guard_install_works(void)
+{
+	static volatile uint32_t state; /* 0 unknown, 1 works, 2 does not */
+	uint32_t s = gmp__load32_acq(&state);
+	if (s == 0) {
+		s = guard_probe() > 0 ? 1 : 2;
+		gmp__store32_rel(&state, s);
+	}
+	return s == 1;
+}

@@ -1,0 +1,290 @@
+/* The task API (SPEC §2, §3): spawning, yielding, parking, readying and
+ * ending tasks. Each switch point runs a function on the M's g0 stack
+ * through gmp__mcall; those functions end in schedule(). */
+#include <limits.h>
+
+#include "fiber.h"
+#include "internal.h"
+#include "runq.h"
+
+/* The last task id handed out. Not part of gmp__sched: ids stay unique
+ * across gmp_shutdown/gmp_init cycles for the life of the process. */
+static volatile uint64_t goidgen;
+
+/* The calling thread's M and running G, if it runs a task that is not in a
+ * system call; only then may it use its P's queue. */
+static inline gmp_m *task_m(void)
+{
+	gmp_m *m = gmp__getm();
+	if (m && m->p &&
+	    (!m->curg || gmp__load32_rlx(&m->curg->status) == GMP__G_RUNNING))
+		return m;
+	return NULL;
+}
+
+static inline void dropg(gmp_m *m)
+{
+	m->curg->m = NULL;
+	m->curg = NULL;
+}
+
+/* The first frame of every task (after the trampoline). */
+static void task_main(void *arg)
+{
+	gmp_g *g = arg;
+	gmp__fiber_on_task(g);
+	gmp__errno_set(0);
+	g->fn(g->arg);
+	gmp__goexit1();
+}
+
+/* A runnable G for fn(arg), or NULL when memory ran out. p: the caller's P
+ * (its caches are used), or NULL for a caller without one. */
+static gmp_g *newproc1(gmp_p *p, gmp_fn fn, void *arg)
+{
+	gmp_g *g = gmp__gfget(p);
+	if (!g && !(g = gmp__malg()))
+		return NULL;
+	gmp__fiber_stack_reset(g);
+	gmp__ctx_make(&g->sched, (void *)g->stack.lo, g->stack.hi - g->stack.lo,
+		      task_main, g);
+	g->fn = fn;
+	g->arg = arg;
+	g->waitreason = GMP__WAIT_NONE;
+	g->param = NULL;
+	if (p) {
+		if (p->goidcache == p->goidcacheend) {
+			p->goidcache = (int64_t)gmp__add64_rlx(
+					       &goidgen, GMP__GOIDCACHE_BATCH) +
+				       1;
+			p->goidcacheend = p->goidcache + GMP__GOIDCACHE_BATCH;
+		}
+		g->id = p->goidcache++;
+		gmp__store64_rlx(&p->nspawned, p->nspawned + 1);
+	} else {
+		g->id = (int64_t)gmp__add64_rlx(&goidgen, 1) + 1;
+		gmp__add64_rlx(&gmp__sched.nspawned_nop, 1);
+	}
+	gmp__add64_rlx(&gmp__sched.ngoroutines, 1);
+	gmp__casgstatus(g, GMP__G_DEAD, GMP__G_RUNNABLE);
+	return g;
+}
+
+/* gmp_go from a thread that holds no P: the global queue. runtime.c wraps
+ * this with the checks that the runtime is (or gets) started. */
+int64_t gmp__go_nop(gmp_fn fn, void *arg)
+{
+	gmp_g *g = newproc1(NULL, fn, arg);
+	if (!g)
+		return -ENOMEM;
+	int64_t id = g->id; /* g may run, end and be reused once queued */
+	gmp__lock(&gmp__sched.lock);
+	gmp__globrunq_put(g);
+	gmp__unlock(&gmp__sched.lock);
+	gmp__wakep();
+	return id;
+}
+
+
+GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	gmp_m *m = task_m();
+	if (!m)
+		return gmp__go_foreign(fn, arg);
+	gmp_p *p = m->p;
+	gmp_g *g = newproc1(p, fn, arg);
+	if (!g)
+		return -ENOMEM;
+	int64_t id = g->id;
+	/* runnext: the new task runs next here (Go's newproc). The full CAS
+	 * inside is the #StoreLoad that wakep's check relies on. */
+	gmp__runq_put(p, g, true);
+	gmp__wakep();
+	return id;
+}
+
+/* ---- yielding ----------------------------------------------------------- */
+
+static void gosched_m(gmp_g *g)
+{
+	gmp_m *m = g->m;
+	gmp__fiber_on_g0(m);
+	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
+	dropg(m);
+	/* The tail of the local queue: everything queued here runs first,
+	 * and other Ps may steal it meanwhile. */
+	gmp__runq_put(m->p, g, false);
+	gmp__schedule(m);
+}
+
+GMP_EXTERN void gmp_yield(void)
+{
+	gmp_m *m = task_m();
+	if (!m || !m->curg)
+		return;
+	gmp__mcall(m, m->curg, gosched_m);
+}
+
+/* The slice is over (sysmon said so): like a yield, but to the tail of the
+ * global queue, as Go's gopreempt_m does, so that everything queued, here
+ * and globally, runs before this task continues. A task that keeps
+ * spawning (each new task lands in this P's queue, overflowing to the
+ * global one) thus lets its children run once per slice. */
+static void gopreempt_m(gmp_g *g)
+{
+	gmp_m *m = g->m;
+	gmp__fiber_on_g0(m);
+	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
+	dropg(m);
+	gmp__lock(&gmp__sched.lock);
+	gmp__globrunq_put(g);
+	gmp__unlock(&gmp__sched.lock);
+	gmp__schedule(m);
+}
+
+/* Reached from gmp_preempt_point (and other switch points) when sysmon
+ * flagged the slice. */
+void gmp__preempt_slow(void)
+{
+	gmp_m *m = task_m();
+	if (!m || !m->curg)
+		return;
+	gmp__mcall(m, m->curg, gopreempt_m);
+}
+
+/* ---- parking and readying ------------------------------------------------- */
+
+static void park_m(gmp_g *g)
+{
+	gmp_m *m = g->m;
+	gmp__fiber_on_g0(m);
+	gmp_unlock_fn unlockf = m->waitunlockf;
+	void *lock = m->waitlock;
+	m->waitunlockf = NULL;
+	m->waitlock = NULL;
+	/* release: from here a waker may take g; it must see g->sched. */
+	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_WAITING);
+	dropg(m);
+	if (unlockf && !unlockf(g, lock)) {
+		/* Not parking after all; nobody else can have readied g. */
+		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
+		gmp__execute(m, g, true);
+	}
+	gmp__schedule(m);
+}
+
+void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason)
+{
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (!g)
+		gmp__throw("gmp_park called outside a task");
+	if (gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
+		gmp__throw("gmp_park: task %lld is %s", (long long)g->id,
+			   gmp__gstatus_name(gmp__load32_rlx(&g->status)));
+	m->waitunlockf = unlockf;
+	m->waitlock = lock;
+	gmp__store32_rlx(&g->waitreason, reason); /* racy readers: dumps */
+	gmp__mcall(m, g, park_m);
+}
+
+GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
+{
+	gmp__park(unlockf, lock, GMP__WAIT_PARK);
+}
+
+void gmp__ready(gmp_g *g, bool next)
+{
+	if (!g)
+		gmp__throw("gmp_ready of a NULL task");
+	/* The CAS also catches two wakers racing for the same task. */
+	uint32_t seen = gmp__fcas32_full(&g->status, GMP__G_WAITING,
+					 GMP__G_RUNNABLE);
+	if (seen != GMP__G_WAITING)
+		gmp__throw("gmp_ready: task %lld is %s, not waiting",
+			   (long long)g->id, gmp__gstatus_name(seen));
+	gmp_m *m = task_m();
+	if (m) {
+		gmp__runq_put(m->p, g, next);
+		/* wakep needs a #StoreLoad after the put: the full CAS on
+		 * runnext is one; a put at the tail needs its own. */
+		if (!next)
+			gmp__add32_full(&gmp__sched.nmspinning, 0);
+	} else {
+		gmp__lock(&gmp__sched.lock);
+		gmp__globrunq_put(g);
+		gmp__unlock(&gmp__sched.lock);
+	}
+	gmp__wakep();
+}
+
+GMP_EXTERN void gmp_ready(gmp_g *g)
+{
+	gmp__ready(g, true);
+}
+
+/* ---- ending --------------------------------------------------------------- */
+
+static void goexit0(gmp_g *g)
+{
+	gmp_m *m = g->m;
+	gmp__fiber_on_g0(m);
+	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_DEAD);
+	bool locked = g->lockedm != NULL;
+	g->lockedm = NULL;
+	m->lockedg = NULL;
+	m->locked_ext = m->locked_int = 0;
+	g->fn = NULL;
+	g->arg = NULL;
+	g->param = NULL;
+	g->waitreason = GMP__WAIT_NONE;
+	dropg(m);
+	gmp__gfput(m->p, g);
+	/* full: pairs with gmp_shutdown's store to drain_waiters */
+	if (gmp__add64_full(&gmp__sched.ngoroutines, -1) == 1 &&
+	    gmp__load32_acq(&gmp__sched.drain_waiters)) {
+		gmp__add32_full(&gmp__sched.drain_seq, 1);
+		gmp__futex_wake(&gmp__sched.drain_seq, INT_MAX);
+	}
+	if (locked)
+		gmp__goexit_locked(m); /* the thread goes with it */
+	gmp__schedule(m);
+}
+
+void gmp__goexit1(void)
+{
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m->curg;
+	if (g->nkeys) {
+		gmp__keys_destroy(g);
+		m = gmp__getm(); /* destructors may have switched threads */
+	}
+	gmp__fiber_to_g0(m, g, true);
+	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)goexit0,
+		       g);
+	gmp__throw("goexit1: a dead task was resumed");
+}
+
+GMP_EXTERN void gmp_exit(void)
+{
+	gmp_m *m = gmp__getm();
+	if (!m || !m->curg)
+		gmp__throw("gmp_exit called outside a task");
+	gmp__goexit1();
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+GMP_EXTERN int64_t gmp_self(void)
+{
+	gmp_m *m = gmp__getm();
+	return m && m->curg ? m->curg->id : 0;
+}
+
+GMP_EXTERN gmp_g *gmp_current(void)
+{
+	gmp_m *m = gmp__getm();
+	return m ? m->curg : NULL;
+}

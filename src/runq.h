@@ -1,0 +1,99 @@
+/* Per-P run queues: a 256-slot ring plus the runnext slot (Go's runq).
+ *
+ * The ring is single-producer, multi-consumer:
+ *
+ *   runqtail  written only by the owner P, with a store-release that
+ *             publishes the slot written before it; thieves load-acquire it.
+ *   runqhead  advanced by the owner (runq_get) and by thieves (runq_grab)
+ *             with a CAS-release that retires the slots read before it;
+ *             everyone load-acquires it, so a slot is never overwritten by
+ *             the owner until every reader that copied it has committed.
+ *   runq[i]   written by the owner before the tail release; read
+ *             speculatively by thieves (relaxed) and only trusted once
+ *             their head CAS succeeds.
+ *   runnext   a G readied by the running G, to run next and inherit its
+ *             time slice. Only the owner sets it to a G (CAS, because a
+ *             thief may concurrently take it); thieves may only CAS it
+ *             to NULL.
+ *
+ * Indices are free-running uint32 counters; t - h is the length even
+ * across wrap-around.
+ */
+#ifndef GMP_RUNQ_H
+#define GMP_RUNQ_H
+
+#include "internal.h"
+
+bool gmp__runq_putslow(gmp_p *p, gmp_g *g, uint32_t h, uint32_t t);
+gmp_g *gmp__runq_steal(gmp_p *p, gmp_p *p2, bool steal_runnext);
+void gmp__runq_putbatch(gmp_p *p, gmp__gqueue *q);
+bool gmp__runq_empty(gmp_p *p);
+uint32_t gmp__runq_len(gmp_p *p);
+uint32_t gmp__prand(gmp_p *p);
+
+/* Puts g on p's queue; owner only. next: into runnext, kicking the old
+ * runnext (if any) to the tail. A full ring moves half of itself plus g to
+ * the global queue (runq_putslow). */
+static inline void gmp__runq_put(gmp_p *p, gmp_g *g, bool next)
+{
+	if (GMP__UNLIKELY(gmp__cfg.randomize) && next && (gmp__prand(p) & 1)) {
+		next = false;
+		/* Callers count on runnext's full CAS as the #StoreLoad
+		 * before wakep (sched.c); keep that promise. */
+		gmp__add32_full(&gmp__sched.nmspinning, 0);
+	}
+	if (next) {
+		gmp_g *old;
+		do {
+			old = gmp__loadp_rlx(&p->runnext);
+			/* full: publishes g's state to a thief that
+			 * takes it with its own CAS. */
+		} while (!gmp__casp_full(&p->runnext, old, g));
+		if (old == NULL)
+			return;
+		g = old; /* kick the old runnext out to the ring */
+	}
+	for (;;) {
+		/* acquire: pairs with the head CAS-release of runq_get and
+		 * runq_grab, so we never overwrite a slot still being read. */
+		uint32_t h = gmp__load32_acq(&p->runqhead);
+		uint32_t t = p->runqtail; /* owner-written only */
+		if (t - h < GMP__RUNQ_SIZE) {
+			gmp__storep_rlx(&p->runq[t % GMP__RUNQ_SIZE], g);
+			/* release: publishes the slot to runq_get/grab. */
+			gmp__store32_rel(&p->runqtail, t + 1);
+			return;
+		}
+		if (gmp__runq_putslow(p, g, h, t))
+			return;
+		/* a thief moved head meanwhile: there is room now */
+	}
+}
+
+/* Takes the next G from p's queue; owner only. *inherit is set when the G
+ * came from runnext and so continues the current time slice. */
+static inline gmp_g *gmp__runq_get(gmp_p *p, bool *inherit)
+{
+	gmp_g *next = gmp__loadp_rlx(&p->runnext);
+	/* A failing CAS can only mean a thief took runnext (only the owner
+	 * stores non-NULL), so there is no need to retry it. acquire pairs
+	 * with the CAS that stored it. */
+	if (next != NULL && gmp__casp_acq(&p->runnext, next, NULL)) {
+		*inherit = true;
+		return next;
+	}
+	*inherit = false;
+	for (;;) {
+		uint32_t h = gmp__load32_acq(&p->runqhead);
+		uint32_t t = p->runqtail;
+		if (t == h)
+			return NULL;
+		gmp_g *g = gmp__loadp_rlx(&p->runq[h % GMP__RUNQ_SIZE]);
+		/* release: we are done reading the slot (pairs with the
+		 * head acquire in runq_put). */
+		if (gmp__cas32_rel(&p->runqhead, h, h + 1))
+			return g;
+	}
+}
+
+#endif

@@ -1,0 +1,426 @@
+/* The runtime's lifecycle (SPEC §1): settings, gmp_init, gmp_shutdown,
+ * gmp_main, and the calls that must start the runtime or see it stopped.
+ *
+ * States:  OFF -> RUNNING -> DRAINING -> OFF
+ *
+ * api_lock serialises gmp_init and gmp_shutdown as wholes. rt_lock (a
+ * writer-preferring rwlock) guards the state word against calls from
+ * threads that hold no P: they take it for reading around their use of
+ * the scheduler, so gmp_shutdown, which takes it for writing to leave
+ * RUNNING, knows none of them is half-way through a spawn. Tasks need no
+ * lock: while one exists, the runtime cannot finish draining.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { RT_OFF = 0, RT_RUNNING = 1, RT_DRAINING = 2 };
+
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rt_lock =
+	PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static volatile uint32_t rt_state; /* atomic; changed under rt_lock (write) */
+
+gmp__settings gmp__cfg;
+
+bool gmp__running(void)
+{
+	return gmp__load32_acq(&rt_state) == RT_RUNNING;
+}
+
+/* ---- settings --------------------------------------------------------------- */
+
+/* An environment variable, or NULL when unset or empty. */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static int parse_int(const char *s, long long min, long long max,
+		     long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* A byte count with an optional K, M or G suffix (powers of 1024). */
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (toupper((unsigned char)*end)) {
+	case 0:
+		break;
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]))
+		return -EINVAL;
+	if (v > (SIZE_MAX >> 1) >> shift)
+		return -EINVAL;
+	*out = (size_t)v << shift;
+	return 0;
+}
+
+/* GMP_DEBUG: comma-separated key=value pairs, as GODEBUG. */
+static int parse_debug(const char *s, gmp__settings *st)
+{
+	char buf[256];
+	if (strlen(s) >= sizeof buf)
+		return -EINVAL;
+	strcpy(buf, s);
+	char *save = NULL;
+	for (char *kv = strtok_r(buf, ",", &save); kv;
+	     kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq)
+			return -EINVAL;
+		*eq = 0;
+		long long v;
+		if (parse_int(eq + 1, 0, INT_MAX, &v))
+			return -EINVAL;
+		if (!strcmp(kv, "schedtrace"))
+			st->schedtrace_ms = (int)v;
+		else if (!strcmp(kv, "scheddetail"))
+			st->scheddetail = (int)v;
+		else if (!strcmp(kv, "randomize"))
+			st->randomize = (int)v;
+		else if (!strcmp(kv, "sigquit"))
+			st->sigquit = (int)v;
+		else
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Builds the settings from cfg, the environment and the defaults; nothing
+ * is changed on failure. */
+static int settings_from(const gmp_config *cfg, gmp__settings *st,
+			 int *maxprocs, int *max_threads)
+{
+	gmp_config c = { 0 };
+	if (cfg)
+		c = *cfg;
+	memset(st, 0, sizeof *st);
+	const char *v;
+	long long n;
+
+	if (c.maxprocs < 0 || c.max_threads < 0)
+		return -EINVAL;
+	if (c.maxprocs == 0 && (v = env("GMP_MAXPROCS"))) {
+		if (parse_int(v, 1, INT_MAX, &n))
+			return -EINVAL;
+		c.maxprocs = (int)n;
+	}
+	st->maxprocs_from_user = c.maxprocs > 0;
+	if (c.maxprocs == 0)
+		c.maxprocs = gmp__ncpu();
+	if (c.maxprocs > GMP__MAXPROCS_LIMIT)
+		c.maxprocs = GMP__MAXPROCS_LIMIT;
+
+	if (c.max_threads == 0 && (v = env("GMP_MAX_THREADS"))) {
+		if (parse_int(v, 1, INT_MAX, &n))
+			return -EINVAL;
+		c.max_threads = (int)n;
+	}
+	if (c.max_threads == 0)
+		c.max_threads = 10000;
+
+	if (c.stack_size == 0 && (v = env("GMP_STACK_SIZE")))
+		if (parse_size(v, &c.stack_size) || c.stack_size == 0)
+			return -EINVAL;
+	if (c.stack_size == 0)
+		c.stack_size = 256 * 1024;
+	if (c.stack_size < 16 * 1024)
+		return -EINVAL;
+	size_t ps = gmp__pagesize();
+	st->stack_size = (c.stack_size + ps - 1) & ~(ps - 1);
+
+	st->stack_guard = GMP__GUARD_AUTO;
+	if ((v = env("GMP_STACK_GUARD"))) {
+		if (!strcmp(v, "auto"))
+			st->stack_guard = GMP__GUARD_AUTO;
+		else if (!strcmp(v, "always"))
+			st->stack_guard = GMP__GUARD_ALWAYS;
+		else if (!strcmp(v, "never"))
+			st->stack_guard = GMP__GUARD_NEVER;
+		else
+			return -EINVAL;
+	}
+
+	st->idle_thread_timeout_ns = 60 * (int64_t)1000000000;
+	if ((v = env("GMP_IDLE_THREAD_TIMEOUT"))) {
+		char *end;
+		errno = 0;
+		double secs = strtod(v, &end);
+		if (errno || end == v || *end || !(secs >= 0) || secs > 1e9)
+			return -EINVAL;
+		st->idle_thread_timeout_ns = (int64_t)(secs * 1e9 + 0.5);
+	}
+
+	if ((v = env("GMP_DEBUG")) && parse_debug(v, st))
+		return -EINVAL;
+
+	*maxprocs = c.maxprocs;
+	*max_threads = c.max_threads;
+	return 0;
+}
+
+/* ---- init and shutdown -------------------------------------------------------- */
+
+GMP_EXTERN int gmp_init(const gmp_config *cfg)
+{
+	gmp__settings st;
+	int maxprocs, max_threads;
+	int err = settings_from(cfg, &st, &maxprocs, &max_threads);
+	if (err)
+		return err;
+	pthread_mutex_lock(&api_lock);
+	if (gmp__load32_acq(&rt_state) != RT_OFF) {
+		pthread_mutex_unlock(&api_lock);
+		return 0;
+	}
+	gmp__cfg = st;
+	gmp__sigmask_save();
+	gmp__stack_init();
+	err = gmp__sched_start(maxprocs, max_threads);
+	if (!err && (err = gmp__sysmon_start()) != 0)
+		gmp__sched_stop();
+	if (!err) {
+		pthread_rwlock_wrlock(&rt_lock);
+		gmp__store32_rel(&rt_state, RT_RUNNING);
+		pthread_rwlock_unlock(&rt_lock);
+	}
+	pthread_mutex_unlock(&api_lock);
+	return err;
+}
+
+/* Waits until no task is left (see goexit0 for the other side). */
+static void drain(void)
+{
+	/* full: Dekker with goexit0's decrement-then-load */
+	gmp__add32_full(&gmp__sched.drain_waiters, 1);
+	for (;;) {
+		uint32_t seq = gmp__load32_acq(&gmp__sched.drain_seq);
+		if (gmp__load64_acq(&gmp__sched.ngoroutines) == 0)
+			break;
+		gmp__futex_wait(&gmp__sched.drain_seq, seq, -1);
+	}
+}
+
+GMP_EXTERN int gmp_shutdown(void)
+{
+	if (gmp__getm())
+		return -EPERM; /* a runtime thread: a task or its scheduler */
+	pthread_mutex_lock(&api_lock);
+	if (gmp__load32_acq(&rt_state) != RT_RUNNING) {
+		pthread_mutex_unlock(&api_lock);
+		return 0;
+	}
+	pthread_rwlock_wrlock(&rt_lock);
+	gmp__store32_rel(&rt_state, RT_DRAINING);
+	pthread_rwlock_unlock(&rt_lock);
+
+	drain();
+	gmp__sysmon_stop();
+	gmp__sched_stop();
+	gmp__gfree_all();
+	gmp__stack_release_all();
+
+	pthread_rwlock_wrlock(&rt_lock);
+	gmp__store32_rel(&rt_state, RT_OFF);
+	pthread_rwlock_unlock(&rt_lock);
+	pthread_mutex_unlock(&api_lock);
+	return 0;
+}
+
+/* Runs fn with the runtime held RUNNING (starting it if it is off), from a
+ * thread that holds no P. Returns fn's result, or -ESHUTDOWN while
+ * draining, or gmp_init's error. */
+int64_t gmp__with_runtime(int64_t (*fn)(void *), void *arg)
+{
+	for (;;) {
+		pthread_rwlock_rdlock(&rt_lock);
+		uint32_t st = gmp__load32_acq(&rt_state);
+		if (st == RT_RUNNING) {
+			int64_t r = fn(arg);
+			pthread_rwlock_unlock(&rt_lock);
+			return r;
+		}
+		pthread_rwlock_unlock(&rt_lock);
+		if (st == RT_DRAINING) {
+			/* A runtime thread (a task in a syscall window, say)
+			 * is part of what shutdown waits for: let it spawn. */
+			if (gmp__getm())
+				return fn(arg);
+			return -ESHUTDOWN;
+		}
+		int err = gmp_init(NULL);
+		if (err)
+			return err;
+	}
+}
+
+struct go_args {
+	gmp_fn fn;
+	void *arg;
+};
+
+static int64_t go_nop(void *p)
+{
+	struct go_args *a = p;
+	return gmp__go_nop(a->fn, a->arg);
+}
+
+int64_t gmp__go_foreign(gmp_fn fn, void *arg)
+{
+	struct go_args a = { fn, arg };
+	return gmp__with_runtime(go_nop, &a);
+}
+
+/* ---- gmp_main -------------------------------------------------------------- */
+
+struct main_args {
+	int (*fn)(void *);
+	void *arg;
+	int result;
+	gmp__note done;
+};
+
+static void main_task(void *p)
+{
+	struct main_args *a = p;
+	a->result = a->fn(a->arg);
+	gmp__notewakeup(&a->done); /* full barrier publishes result */
+}
+
+GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	gmp_m *m = gmp__getm();
+	if (m) {
+		if (m->curg)
+			return fn(arg); /* already a task */
+		return -EPERM;          /* scheduler code (an unlock fn) */
+	}
+	struct main_args a = { fn, arg, 0, { 0 } };
+	int64_t id = gmp_go(main_task, &a);
+	if (id < 0)
+		return (int)id;
+	gmp__notesleep(&a.done);
+	return a.result;
+}
+
+/* ---- settings at run time ----------------------------------------------------- */
+
+static int64_t set_maxprocs(void *p)
+{
+	int n = *(int *)p;
+	gmp__lock(&gmp__sched.lock);
+	int old = (int)gmp__load32_rlx(&gmp__sched.gomaxprocs);
+	int err = n > 0 ? gmp__procresize(n) : 0;
+	gmp__unlock(&gmp__sched.lock);
+	if (err)
+		return err;
+	if (n > 0) {
+		gmp__cfg.maxprocs_from_user = true;
+		if (n > old)
+			gmp__wakep();
+	}
+	return old;
+}
+
+GMP_EXTERN int gmp_set_maxprocs(int n)
+{
+	if (gmp__getm())
+		return (int)set_maxprocs(&n);
+	return (int)gmp__with_runtime(set_maxprocs, &n);
+}
+
+GMP_EXTERN const char *gmp_version(void)
+{
+#define GMP__STR2(x) #x
+#define GMP__STR(x) GMP__STR2(x)
+	return GMP__STR(GMP_VERSION_MAJOR) "." GMP__STR(
+		GMP_VERSION_MINOR) "." GMP__STR(GMP_VERSION_PATCH);
+}
+
+/* ---- stats ------------------------------------------------------------------- */
+
+static int64_t stats_read(void *p)
+{
+	gmp_stats *st = p;
+	memset(st, 0, sizeof *st);
+	st->threads_total = gmp__load32_rlx(&gmp__sched.nthreads);
+	st->tasks_live = gmp__load64_rlx(&gmp__sched.ngoroutines);
+	for (gmp_g *g = gmp__loadp_acq(&gmp__allg); g; g = g->allglink) {
+		switch (gmp__load32_rlx(&g->status) & ~(uint32_t)GMP__G_SCAN) {
+		case GMP__G_RUNNABLE:
+			st->tasks_runnable++;
+			break;
+		case GMP__G_WAITING:
+			st->tasks_waiting++;
+			break;
+		case GMP__G_SYSCALL:
+			st->tasks_in_syscall++;
+			break;
+		}
+	}
+	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	st->procs = procs;
+	st->procs_idle = gmp__load32_rlx(&gmp__sched.npidle);
+	st->threads_idle = gmp__load32_rlx(&gmp__sched.nmidle);
+	st->threads_spinning = gmp__load32_rlx(&gmp__sched.nmspinning);
+	st->spawned = gmp__load64_rlx(&gmp__sched.nspawned_nop);
+	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
+		gmp_p *pp = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (!pp)
+			break;
+		st->spawned += gmp__load64_rlx(&pp->nspawned);
+		st->steals += gmp__load64_rlx(&pp->nsteals);
+	}
+	st->global_runq_len = gmp__load64_rlx(&gmp__sched.runqsize);
+	st->retakes = gmp__load64_rlx(&gmp__sched.nretakes);
+	st->handoffs = gmp__load64_rlx(&gmp__sched.nhandoffs);
+	return 0;
+}
+
+GMP_EXTERN int gmp_stats_read(gmp_stats *out)
+{
+	if (!out)
+		return -EINVAL;
+	if (gmp__getm())
+		return (int)stats_read(out);
+	pthread_rwlock_rdlock(&rt_lock);
+	if (gmp__load32_acq(&rt_state) == RT_OFF)
+		memset(out, 0, sizeof *out);
+	else
+		stats_read(out);
+	pthread_rwlock_unlock(&rt_lock);
+	return 0;
+}

@@ -1,0 +1,968 @@
+/* The scheduler: schedule -> findrunnable -> execute, the M pool, and P
+ * handoff. A C rendition of the design of Go's runtime/proc.go.
+ *
+ * G, M and P
+ * ----------
+ * G  a task: a function, its stack and its saved registers (g.c).
+ * M  an OS thread the runtime created. Its own stack is its "g0" stack,
+ *    where all scheduling code runs; task code never runs there.
+ * P  a logical processor: a run queue, caches (free Gs, task ids) and the
+ *    right to run tasks. There are gomaxprocs Ps; an M must hold one to run
+ *    a task, so at most gomaxprocs tasks run at once, while any number of
+ *    Ms may exist (blocked in syscalls, idle, spinning).
+ *
+ * A task gives up its M only at a switch point: it calls gmp__mcall(fn),
+ * which saves its registers in g->sched and runs fn on the M's g0 stack;
+ * fn (park_m, gosched_m, goexit0, ...) records the task's new state and
+ * calls schedule(), which never returns: it finds the next G and jumps into
+ * it with gogo. Nothing ever returns to a g0 frame, so every mcall starts
+ * g0 afresh at m->g0sp.
+ *
+ * Where work lives
+ * ----------------
+ * A P's local queue (runq.h) is lock-free: a 256-slot ring the owner pushes
+ * and pops, thieves steal half of, plus runnext, the G readied by the
+ * running G, which runs next and inherits the time slice (so a pair of
+ * tasks talking through a channel runs back to back). A full ring spills
+ * half of itself to the global queue (sched.runq, under sched.lock), which
+ * also receives work from threads that hold no P. findrunnable looks, in
+ * order: the global queue once every 61 schedticks (so it cannot starve),
+ * the local queue, the global queue (a batch), then steals from other Ps in
+ * a random order, four passes, runnext only on the last.
+ *
+ * Parking and unparking Ms (the spinning protocol)
+ * ------------------------------------------------
+ * Idle Ms sleep on a futex note; waking one on the other CPU costs 30-40 µs
+ * here, so we must neither wake Ms needlessly nor leave a P idle while
+ * work waits. Go's answer, followed exactly:
+ *
+ *  - An M that has run out of local work becomes "spinning" (counted in
+ *    sched.nmspinning) while it looks for work to steal; at most half the
+ *    busy Ps' worth of Ms spin.
+ *  - Whoever submits work (runq_put + wakep, on gmp_go and gmp_ready)
+ *    wakes an M only if there is an idle P and no M is spinning (wakep);
+ *    a spinning M will find the work.
+ *  - The last spinning M to find work wakes another (resetspinning), so
+ *    parallelism ramps up one M at a time while work keeps appearing.
+ *  - The hard part is the transition from spinning to parked, which races
+ *    with submissions: submitter and spinner each do "write my side,
+ *    #StoreLoad barrier, read the other side". The submitter writes the
+ *    queue then reads nmspinning; the spinner decrements nmspinning (a
+ *    full-barrier RMW) and then re-checks every queue. At least one of the
+ *    two sees the other, so work is never stranded. The global queue needs
+ *    no such care: Ms re-check it under sched.lock before they give up
+ *    their P.
+ *  - sched.needspinning closes the last gap: a spinner that finds work but
+ *    no idle P sets it, and an M about to drop its P sees it under
+ *    sched.lock and starts spinning instead.
+ *
+ * Rejected designs (Go's list, still right): a central queue (does not
+ * scale); handing the readied G directly to a freshly woken M (thrashes
+ * threads and destroys locality); waking an M for every readied G whenever
+ * a P is idle (most wake only to find nothing and park again).
+ *
+ * Changing gomaxprocs without stopping the world
+ * ----------------------------------------------
+ * Go stops the world to resize allp. We only ever grow allp (Ps are never
+ * freed while the runtime runs) and let a P beyond gomaxprocs retire itself
+ * at its holder's next schedule(): its queue goes to the global queue and
+ * it becomes DEAD instead of idle. Growing just adds idle Ps.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fiber.h"
+#include "internal.h"
+#include "runq.h"
+
+gmp__sched_t gmp__sched;
+
+/* ---- global run queue (sched.lock) -------------------------------------- */
+
+static void runqsize_publish(void)
+{
+	/* release: pairs with the acquire in has_global_work; only a hint,
+	 * the real check is repeated under sched.lock. */
+	gmp__store64_rel(&gmp__sched.runqsize, (uint64_t)gmp__sched.runq.n);
+}
+
+static bool has_global_work(void)
+{
+	return gmp__load64_acq(&gmp__sched.runqsize) != 0;
+}
+
+void gmp__globrunq_put(gmp_g *g)
+{
+	gmp__gq_push(&gmp__sched.runq, g);
+	runqsize_publish();
+}
+
+void gmp__globrunq_putbatch(gmp__gqueue *q)
+{
+	gmp__gq_append(&gmp__sched.runq, q);
+	runqsize_publish();
+}
+
+/* Takes one G to run from the global queue, and up to max-1 more onto p's
+ * ring (which must have room: the callers' rings are empty). Takes a fair
+ * share: no more than runqsize/gomaxprocs + 1. */
+static gmp_g *globrunq_get(gmp_p *p, int64_t max)
+{
+	int64_t n = gmp__sched.runq.n;
+	if (n == 0)
+		return NULL;
+	int64_t share = n / (int64_t)gmp__load32_rlx(&gmp__sched.gomaxprocs) + 1;
+	if (n > share)
+		n = share;
+	if (n > max)
+		n = max;
+	gmp_g *g = gmp__gq_pop(&gmp__sched.runq);
+	if (n > 1) {
+		gmp__gqueue batch = { 0 };
+		for (int64_t i = 1; i < n; i++)
+			gmp__gq_push(&batch, gmp__gq_pop(&gmp__sched.runq));
+		uint32_t h = gmp__load32_acq(&p->runqhead);
+		if (p->runqtail - h + (uint32_t)batch.n > GMP__RUNQ_SIZE)
+			gmp__throw("globrunq_get: no room in the local queue");
+		uint32_t t = p->runqtail;
+		while (batch.head) {
+			gmp__storep_rlx(&p->runq[t % GMP__RUNQ_SIZE],
+					gmp__gq_pop(&batch));
+			t++;
+		}
+		gmp__store32_rel(&p->runqtail, t); /* publishes the slots */
+	}
+	runqsize_publish();
+	return g;
+}
+
+/* ---- Ps ----------------------------------------------------------------- */
+
+/* Puts p on the idle list (sched.lock held). A P beyond gomaxprocs is
+ * retired instead: DEAD, off every list. */
+void gmp__pidleput(gmp_p *p)
+{
+	if (!gmp__runq_empty(p))
+		gmp__throw("pidleput: P %d has runnable tasks", p->id);
+	p->m = NULL;
+	if ((uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
+		gmp__store32_rel(&p->status, GMP__P_DEAD);
+		return;
+	}
+	gmp__store32_rel(&p->status, GMP__P_IDLE);
+	p->link = gmp__sched.pidle;
+	gmp__sched.pidle = p;
+	/* full: idle P counts feed the spinning heuristics (wakep) */
+	gmp__add32_full(&gmp__sched.npidle, 1);
+}
+
+/* Takes an idle P (sched.lock held), or NULL. */
+gmp_p *gmp__pidleget(void)
+{
+	gmp_p *p = gmp__sched.pidle;
+	if (p) {
+		gmp__sched.pidle = p->link;
+		p->link = NULL;
+		gmp__add32_full(&gmp__sched.npidle, -1);
+		/* A P goes to work: sysmon must watch it again. */
+		gmp__sysmon_wake_locked();
+	}
+	return p;
+}
+
+/* pidleget for a caller that found work but may find no P to run it: it
+ * then records that some M must keep spinning (see the header comment). */
+static gmp_p *pidleget_spinning(void)
+{
+	gmp_p *p = gmp__pidleget();
+	if (!p)
+		gmp__store32_rel(&gmp__sched.needspinning, 1);
+	return p;
+}
+
+void gmp__acquirep(gmp_m *m, gmp_p *p)
+{
+	if (m->p || p->m || gmp__load32_rlx(&p->status) != GMP__P_IDLE)
+		gmp__throw("acquirep: M %lld cannot take P %d (status %u, "
+			   "held by M %lld)",
+			   (long long)m->id, p->id, p->status,
+			   p->m ? (long long)p->m->id : -1LL);
+	m->p = p;
+	gmp__storep_rlx(&p->m, m);
+	/* release: sysmon and stealers read status racily */
+	gmp__store32_rel(&p->status, GMP__P_RUNNING);
+}
+
+gmp_p *gmp__releasep(gmp_m *m)
+{
+	gmp_p *p = m->p;
+	if (!p || p->m != m || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
+		gmp__throw("releasep: M %lld does not hold a running P",
+			   (long long)m->id);
+	m->p = NULL;
+	gmp__storep_rlx(&p->m, NULL);
+	gmp__store32_rel(&p->status, GMP__P_IDLE);
+	return p;
+}
+
+/* ---- Ms ----------------------------------------------------------------- */
+
+/* The idle-M list (sched.lock). nmidle is also read racily by stats. */
+static void mput(gmp_m *m)
+{
+	m->schedlink = gmp__sched.midle;
+	gmp__sched.midle = m;
+	m->idle = true;
+	gmp__store32_rlx(&gmp__sched.nmidle,
+			 gmp__sched.nmidle + 1);
+}
+
+gmp_m *gmp__mget(void)
+{
+	gmp_m *m = gmp__sched.midle;
+	if (m) {
+		gmp__sched.midle = m->schedlink;
+		m->schedlink = NULL;
+		m->idle = false;
+		gmp__store32_rlx(&gmp__sched.nmidle,
+				 gmp__sched.nmidle - 1);
+	}
+	return m;
+}
+
+uint32_t gmp__cheaprand(gmp_m *m)
+{
+	/* wyrand: fast, good enough for steal order */
+	m->rand += 0xa0761d6478bd642fULL;
+	__uint128_t t = (__uint128_t)m->rand * (m->rand ^ 0xe7037ed1a0b428dbULL);
+	return (uint32_t)((t >> 64) ^ t);
+}
+
+static void mcommoninit(gmp_m *m)
+{
+	m->id = gmp__sched.mnext++;
+	m->rand = (uint64_t)m->id * 0x9E3779B97F4A7C15ULL ^
+		  (uint64_t)gmp__nanotime();
+}
+
+/* Checks the thread cap (sched.lock held): Go's checkmcount. */
+static void checkmcount(void)
+{
+	int64_t count = gmp__sched.mnext - gmp__sched.nmfreed;
+	if (count > gmp__sched.maxmcount)
+		gmp__throw("program exceeds %d-thread limit",
+			   gmp__sched.maxmcount);
+}
+
+/* Returns an M struct for a new thread: a recycled one whose thread has
+ * exited, or a new one. M structs are never freed while the runtime runs,
+ * so sysmon may read p->m->curg without a lock. */
+static gmp_m *allocm(void)
+{
+	gmp__lock(&gmp__sched.lock);
+	gmp_m *m = gmp__sched.freem;
+	if (m)
+		gmp__sched.freem = m->freelink;
+	gmp__unlock(&gmp__sched.lock);
+	if (m) {
+		/* The thread has left mstart and is about to vanish. */
+		if (m->thread_joinable)
+			pthread_join(m->thread, NULL);
+		gmp_m *alllink = m->alllink;
+		memset(m, 0, sizeof *m);
+		m->alllink = alllink;
+	} else {
+		m = gmp__calloc(1, sizeof *m);
+		if (!m)
+			gmp__throw("out of memory allocating a thread");
+		gmp__lock(&gmp__sched.lock);
+		m->alllink = gmp__sched.allm;
+		gmp__storep_rel(&gmp__sched.allm, m);
+		gmp__unlock(&gmp__sched.lock);
+	}
+	gmp__lock(&gmp__sched.lock);
+	mcommoninit(m);
+	checkmcount();
+	gmp__unlock(&gmp__sched.lock);
+	return m;
+}
+
+enum { M_STACK_SIZE = 512 * 1024 };
+
+static void *mstart(void *arg);
+
+/* Starts a thread for m, retrying EAGAIN (a transient shortage of
+ * threads) before giving up as Go does. */
+void gmp__newm1(gmp_m *m)
+{
+	int err = 0;
+	for (int tries = 0; tries < 20; tries++) {
+		err = gmp__thread_create(&m->thread, M_STACK_SIZE, mstart, m);
+		if (err != -EAGAIN)
+			break;
+		gmp__usleep(1000 << (tries < 6 ? tries : 6));
+	}
+	if (err)
+		gmp__throw("failed to create new OS thread (%s; %lld threads "
+			   "exist); may need to increase max user processes "
+			   "(ulimit -u)",
+			   strerror(-err),
+			   (long long)gmp__load32_rlx(&gmp__sched.nthreads));
+	m->thread_joinable = true;
+}
+
+/* Creates a new M that will run fn (if any), then take p (if any) and
+ * schedule. spinning: the caller counted it in nmspinning already. */
+void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning)
+{
+	gmp_m *m = allocm();
+	m->mstartfn = fn;
+	m->nextp = p;
+	m->spinning = spinning;
+	gmp__add32_rlx(&gmp__sched.nthreads, 1);
+	gmp__newm_start(m);
+}
+
+static void mexit(gmp_m *m) __attribute__((noreturn));
+
+/* Runs once on the M's thread before it schedules; m->g0sp must be set
+ * here, in a frame that stays below mstart's exit jmp_buf forever. */
+static __attribute__((noinline)) void mstart1(gmp_m *m)
+{
+	m->g0sp = ((uintptr_t)__builtin_frame_address(0) - 256) & ~(uintptr_t)15;
+	if (m->mstartfn)
+		m->mstartfn(m);
+	if (m->nextp) {
+		gmp_p *p = m->nextp;
+		m->nextp = NULL;
+		gmp__acquirep(m, p);
+	} else if (!m->lockedg) {
+		gmp__stopm(m); /* nothing to do yet: park until needed */
+	}
+	gmp__schedule(m);
+}
+
+static void *mstart(void *arg)
+{
+	gmp_m *m = arg;
+	gmp__setm(m);
+	m->tid = gmp__gettid();
+	pthread_attr_t attr;
+	void *lo = NULL;
+	size_t size = 0;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		pthread_attr_getstack(&attr, &lo, &size);
+		pthread_attr_destroy(&attr);
+	}
+	m->g0_lo = (uintptr_t)lo;
+	m->g0_hi = (uintptr_t)lo + size;
+	m->preemptp = gmp__tls_preempt_flag();
+	m->errnop = &errno; /* on this thread: its own errno, for good */
+	gmp__fiber_m_init(m);
+	/* Set up: now take the process's signal mask (minit). */
+	gmp__sigmask_restore();
+	jmp_buf exitjmp;
+	m->exitjmp = &exitjmp;
+	if (setjmp(exitjmp) == 0)
+		mstart1(m);
+	/* mexit jumped here: this thread is done. */
+	gmp__setm(NULL);
+	return NULL;
+}
+
+/* The M leaves: its thread ends and its struct goes to sched.freem for
+ * allocm to recycle (after joining the thread). Never returns. */
+static void mexit(gmp_m *m)
+{
+	if (m->p)
+		gmp__throw("mexit: M %lld still holds a P", (long long)m->id);
+	/* sysmon writes through preemptp into this thread's TLS; stop it
+	 * before the TLS goes away (see preemptone). */
+	gmp__lock(&gmp__sched.mexit_lock);
+	m->preemptp = NULL;
+	gmp__unlock(&gmp__sched.mexit_lock);
+	gmp__lock(&gmp__sched.lock);
+	gmp__sched.nmfreed++;
+	m->freelink = gmp__sched.freem;
+	gmp__sched.freem = m;
+	gmp__add32_rlx(&gmp__sched.nthreads, -1);
+	gmp__unlock(&gmp__sched.lock);
+	longjmp(*m->exitjmp, 1);
+}
+
+/* An idle M whose sleep timed out: exit if it is still idle (nobody took
+ * it off midle) and more than gomaxprocs Ms are idle (SPEC §5, beyond Go's
+ * #14592). Returns true if the M must go on sleeping instead. */
+static bool idle_expire(gmp_m *m)
+{
+	gmp__lock(&gmp__sched.lock);
+	if (!m->idle) {
+		/* startm took us and is about to (or did) notewakeup. */
+		gmp__unlock(&gmp__sched.lock);
+		return false;
+	}
+	if (gmp__sched.nmidle <=
+	    gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
+		gmp__unlock(&gmp__sched.lock);
+		return true;
+	}
+	/* Unlink ourselves from midle. */
+	for (gmp_m **mp = &gmp__sched.midle; *mp; mp = &(*mp)->schedlink)
+		if (*mp == m) {
+			*mp = m->schedlink;
+			break;
+		}
+	m->idle = false;
+	gmp__store32_rlx(&gmp__sched.nmidle,
+			 gmp__sched.nmidle - 1);
+	gmp__unlock(&gmp__sched.lock);
+	mexit(m);
+}
+
+/* Parks the M until startm hands it a P (in nextp), or until shutdown. */
+void gmp__stopm(gmp_m *m)
+{
+	if (m->p)
+		gmp__throw("stopm: M %lld holds a P", (long long)m->id);
+	if (m->spinning)
+		gmp__throw("stopm: M %lld is spinning", (long long)m->id);
+	gmp__lock(&gmp__sched.lock);
+	if (gmp__load32_rlx(&gmp__sched.stopping)) {
+		gmp__unlock(&gmp__sched.lock);
+		mexit(m);
+	}
+	mput(m);
+	gmp__unlock(&gmp__sched.lock);
+	int64_t timeout = gmp__cfg.idle_thread_timeout_ns;
+	if (timeout > 0) {
+		while (!gmp__notetsleep(&m->park, timeout) && idle_expire(m))
+			;
+	}
+	gmp__notesleep(&m->park);
+	gmp__noteclear(&m->park);
+	if (m->exiting)
+		mexit(m);
+	gmp_p *p = m->nextp;
+	m->nextp = NULL;
+	gmp__acquirep(m, p);
+}
+
+/* Runs p on some M: an idle one, else a new one. p NULL: take an idle P
+ * (if none, do nothing). spinning: the caller incremented nmspinning and
+ * the M starts out spinning. lockheld: the caller holds sched.lock. */
+void gmp__startm(gmp_p *p, bool spinning, bool lockheld)
+{
+	if (!lockheld)
+		gmp__lock(&gmp__sched.lock);
+	if (!p) {
+		if (spinning)
+			gmp__throw("startm: spinning needs a P");
+		p = gmp__pidleget();
+		if (!p) {
+			if (!lockheld)
+				gmp__unlock(&gmp__sched.lock);
+			return;
+		}
+	}
+	gmp_m *nm = gmp__mget();
+	if (!nm) {
+		gmp__unlock(&gmp__sched.lock);
+		gmp__newm(NULL, p, spinning);
+		if (lockheld)
+			gmp__lock(&gmp__sched.lock);
+		return;
+	}
+	if (!lockheld)
+		gmp__unlock(&gmp__sched.lock);
+	if (nm->spinning || nm->nextp)
+		gmp__throw("startm: idle M %lld is spinning or has a P",
+			   (long long)nm->id);
+	if (spinning && !gmp__runq_empty(p))
+		gmp__throw("startm: P %d has runnable tasks", p->id);
+	nm->spinning = spinning;
+	nm->nextp = p;
+	gmp__notewakeup(&nm->park); /* full barrier publishes nextp */
+}
+
+/* Tries to put one more P to work; called when work was submitted. The
+ * caller must have made the work visible and then passed a full barrier
+ * (runnext's CAS, sched.lock, ...): that is the #StoreLoad of the protocol
+ * in the header comment. */
+void gmp__wakep(void)
+{
+	/* Nothing to wake if every P is busy (their Ms will get to the work)
+	 * or an M already spins (it will find it). */
+	if (gmp__load32_rlx(&gmp__sched.npidle) == 0 ||
+	    gmp__load32_rlx(&gmp__sched.nmspinning) != 0 ||
+	    !gmp__cas32_full(&gmp__sched.nmspinning, 0, 1))
+		return;
+	gmp__lock(&gmp__sched.lock);
+	gmp_p *p = pidleget_spinning();
+	if (!p) {
+		if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
+			gmp__throw("wakep: negative nmspinning");
+		gmp__unlock(&gmp__sched.lock);
+		return;
+	}
+	gmp__unlock(&gmp__sched.lock);
+	gmp__startm(p, true, false);
+}
+
+static void becomespinning(gmp_m *m)
+{
+	m->spinning = true;
+	gmp__add32_full(&gmp__sched.nmspinning, 1);
+	gmp__store32_rel(&gmp__sched.needspinning, 0);
+}
+
+static void resetspinning(gmp_m *m)
+{
+	if (!m->spinning)
+		gmp__throw("resetspinning: M %lld is not spinning",
+			   (long long)m->id);
+	m->spinning = false;
+	if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
+		gmp__throw("resetspinning: negative nmspinning");
+	/* We were (perhaps) the last spinner and found work: there may be
+	 * more, so hand the search on. */
+	gmp__wakep();
+}
+
+/* Hands off a P whose M cannot use it (syscall, locked M, retake):
+ * whatever findrunnable would do with it, start an M to do. */
+void gmp__handoffp(gmp_p *p)
+{
+	if (!gmp__runq_empty(p) || has_global_work()) {
+		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__startm(p, false, false);
+		return;
+	}
+	/* No local work: start a spinning M only if none spins and no P is
+	 * idle, i.e. nobody else would look for work. */
+	if (gmp__load32_rlx(&gmp__sched.nmspinning) +
+			    gmp__load32_rlx(&gmp__sched.npidle) ==
+		    0 &&
+	    gmp__cas32_full(&gmp__sched.nmspinning, 0, 1)) {
+		gmp__store32_rel(&gmp__sched.needspinning, 0);
+		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__startm(p, true, false);
+		return;
+	}
+	gmp__lock(&gmp__sched.lock);
+	if (gmp__sched.runq.n) {
+		gmp__unlock(&gmp__sched.lock);
+		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__startm(p, false, false);
+		return;
+	}
+	gmp__pidleput(p);
+	gmp__unlock(&gmp__sched.lock);
+}
+
+/* ---- finding work -------------------------------------------------------- */
+
+/* A random permutation walk over [0, n): start anywhere, step by a number
+ * coprime with n (Go's stealOrder). */
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+	while (b) {
+		uint32_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static gmp_g *stealwork(gmp_m *m, bool *inherit)
+{
+	gmp_p *p = m->p;
+	*inherit = false;
+	for (int i = 0; i < 4; i++) {
+		bool last = i == 3;
+		uint32_t n = gmp__load32_acq(&gmp__sched.gomaxprocs);
+		uint32_t pos = gmp__cheaprand(m) % n;
+		uint32_t step = gmp__cheaprand(m) % n + 1;
+		while (gcd(step, n) != 1)
+			step++;
+		for (uint32_t k = 0; k < n; k++, pos = (pos + step) % n) {
+			gmp_p *p2 = gmp__loadp_acq(&gmp__sched.allp[pos]);
+			if (p2 == p || !p2)
+				continue;
+			if (gmp__load32_rlx(&p2->status) != GMP__P_RUNNING)
+				continue; /* idle and dead Ps have no work */
+			gmp_g *g = gmp__runq_steal(p, p2, last);
+			if (g) {
+				gmp__store64_rlx(&p->nsteals, p->nsteals + 1);
+				return g;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* With no P: is there a P with work in its queue? If so, and an idle P is
+ * available, return the idle P (for the caller to acquire and steal). */
+static gmp_p *check_runqs_nop(void)
+{
+	uint32_t n = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	for (uint32_t i = 0; i < n; i++) {
+		gmp_p *p2 = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (!p2 || gmp__load32_rlx(&p2->status) != GMP__P_RUNNING)
+			continue;
+		if (!gmp__runq_empty(p2)) {
+			gmp__lock(&gmp__sched.lock);
+			gmp_p *p = pidleget_spinning();
+			gmp__unlock(&gmp__sched.lock);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* m holds a P beyond gomaxprocs (gmp_set_maxprocs shrank the count): move
+ * its work to the global queue and retire it; then find another P or
+ * park. Returns with m holding a live P. */
+static void retire_p(gmp_m *m)
+{
+	gmp_p *p = m->p;
+	gmp__gqueue q = { 0 };
+	bool inherit;
+	gmp_g *g;
+	while ((g = gmp__runq_get(p, &inherit)) != NULL)
+		gmp__gq_push(&q, g);
+	gmp__gfpurge(p);
+	if (m->spinning) {
+		m->spinning = false;
+		gmp__add32_full(&gmp__sched.nmspinning, -1);
+	}
+	gmp__releasep(m);
+	gmp__lock(&gmp__sched.lock);
+	bool work = q.n != 0;
+	if (work)
+		gmp__globrunq_putbatch(&q);
+	gmp__pidleput(p); /* DEAD now, unless the count grew again */
+	gmp_p *np = gmp__pidleget();
+	gmp__unlock(&gmp__sched.lock);
+	if (np) {
+		gmp__acquirep(m, np);
+		if (work)
+			gmp__wakep();
+		return;
+	}
+	gmp__stopm(m);
+}
+
+/* Finds a runnable G for m, blocking (parking m) until there is one.
+ * Returns with m holding a P. */
+static gmp_g *findrunnable(gmp_m *m, bool *inherit)
+{
+	gmp_g *g;
+top:;
+	gmp_p *p = m->p;
+	if (GMP__UNLIKELY((uint32_t)p->id >=
+			  gmp__load32_rlx(&gmp__sched.gomaxprocs))) {
+		retire_p(m);
+		goto top;
+	}
+	*inherit = false;
+
+	/* Fairness: look at the global queue first now and then, or two
+	 * tasks respawning each other could keep it waiting forever. */
+	if (p->schedtick % 61 == 0 && has_global_work()) {
+		gmp__lock(&gmp__sched.lock);
+		g = globrunq_get(p, 1);
+		gmp__unlock(&gmp__sched.lock);
+		if (g)
+			return g;
+	}
+
+	g = gmp__runq_get(p, inherit);
+	if (g)
+		return g;
+
+	if (has_global_work()) {
+		gmp__lock(&gmp__sched.lock);
+		g = globrunq_get(p, GMP__RUNQ_SIZE / 2);
+		gmp__unlock(&gmp__sched.lock);
+		if (g)
+			return g;
+	}
+
+	/* Steal, but keep the number of spinning Ms under half the busy Ps:
+	 * with many Ps and little parallelism, spinning is wasted CPU. */
+	uint32_t procs = gmp__load32_rlx(&gmp__sched.gomaxprocs);
+	if (m->spinning || 2 * gmp__load32_rlx(&gmp__sched.nmspinning) <
+				   procs - gmp__load32_rlx(&gmp__sched.npidle)) {
+		if (!m->spinning)
+			becomespinning(m);
+		g = stealwork(m, inherit);
+		if (g)
+			return g;
+	}
+
+	/* Nothing anywhere: give up the P. Re-check the global queue under
+	 * the lock that submitters to it take. */
+	gmp__lock(&gmp__sched.lock);
+	if (gmp__sched.runq.n) {
+		g = globrunq_get(p, GMP__RUNQ_SIZE / 2);
+		gmp__unlock(&gmp__sched.lock);
+		return g;
+	}
+	if (!m->spinning && gmp__load32_acq(&gmp__sched.needspinning) == 1) {
+		/* A spinner found work it had no P for: take over. */
+		becomespinning(m);
+		gmp__unlock(&gmp__sched.lock);
+		goto top;
+	}
+	gmp__releasep(m);
+	gmp__pidleput(p);
+	gmp__unlock(&gmp__sched.lock);
+
+	/* The delicate dance: drop nmspinning first (a full barrier), then
+	 * look at every queue again. A submitter that saw nmspinning > 0
+	 * before our decrement did not wake anyone, so its work must be
+	 * visible to the re-check below. */
+	if (m->spinning) {
+		m->spinning = false;
+		if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
+			gmp__throw("findrunnable: negative nmspinning");
+
+		gmp__lock(&gmp__sched.lock);
+		if (gmp__sched.runq.n) {
+			gmp_p *np = pidleget_spinning();
+			if (np) {
+				g = globrunq_get(np, GMP__RUNQ_SIZE / 2);
+				gmp__unlock(&gmp__sched.lock);
+				gmp__acquirep(m, np);
+				becomespinning(m);
+				return g;
+			}
+		}
+		gmp__unlock(&gmp__sched.lock);
+
+		gmp_p *np = check_runqs_nop();
+		if (np) {
+			gmp__acquirep(m, np);
+			becomespinning(m);
+			goto top;
+		}
+	}
+	gmp__stopm(m);
+	goto top;
+}
+
+/* Runs g on m, which holds a P. inherit: g continues the current time
+ * slice (it came from runnext), so schedtick does not advance. */
+_Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit)
+{
+	gmp_p *p = m->p;
+	m->curg = g;
+	g->m = m;
+	gmp__storep_rlx(&g->lastm, m);
+	gmp__casgstatus(g, GMP__G_RUNNABLE, GMP__G_RUNNING);
+	gmp__store32_rlx(m->preemptp, 0);
+	if (!inherit)
+		gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
+	gmp__fiber_to_task(m, g);
+	gmp__ctx_gogo(&g->sched);
+}
+
+/* One round of scheduling: find a G and run it. Never returns. */
+_Noreturn void gmp__schedule(gmp_m *m)
+{
+	if (m->lockedg)
+		gmp__schedule_locked(m); /* syscall.c: never returns */
+top:;
+	gmp_p *p = m->p;
+	if (GMP__UNLIKELY(gmp__loadb_rlx(&p->preempt))) {
+		/* The time slice expired (sysmon): the G readied last does
+		 * not get to continue it; it queues like everyone else. */
+		gmp__storeb_rlx(&p->preempt, false);
+		gmp_g *next = gmp__loadp_rlx(&p->runnext);
+		if (next && gmp__casp_acq(&p->runnext, next, NULL))
+			gmp__runq_put(p, next, false);
+	}
+	if (m->spinning && !gmp__runq_empty(p))
+		gmp__throw("schedule: spinning with local work");
+
+	bool inherit;
+	gmp_g *g = findrunnable(m, &inherit);
+
+	/* We are about to run a G, so stop spinning; if we were the last
+	 * spinner, someone else should look for more work. */
+	if (m->spinning)
+		resetspinning(m);
+
+	if (GMP__UNLIKELY(g->lockedm != NULL)) {
+		/* g must run on its own M: hand it our P and wait. */
+		gmp__startlockedm(m, g);
+		goto top;
+	}
+	gmp__execute(m, g, inherit);
+}
+
+/* ---- locked Ms (LockOSThread) ------------------------------------------- */
+
+/* m's locked G is not runnable: give the P away and sleep until someone
+ * schedules that G (startlockedm hands us a P). */
+static void stoplockedm(gmp_m *m)
+{
+	gmp_g *g = m->lockedg;
+	if (!g || g->lockedm != m)
+		gmp__throw("stoplockedm: inconsistent locking of M %lld",
+			   (long long)m->id);
+	if (m->p)
+		gmp__handoffp(gmp__releasep(m));
+	gmp__lock(&gmp__sched.lock);
+	gmp__sched.nmidlelocked++;
+	gmp__unlock(&gmp__sched.lock);
+	gmp__notesleep(&m->park);
+	gmp__noteclear(&m->park);
+	uint32_t st = gmp__readgstatus(g);
+	if (st != GMP__G_RUNNABLE)
+		gmp__throw("stoplockedm: locked task %lld is %s, not runnable",
+			   (long long)g->id, gmp__gstatus_name(st));
+	gmp_p *p = m->nextp;
+	m->nextp = NULL;
+	gmp__acquirep(m, p);
+}
+
+_Noreturn void gmp__schedule_locked(gmp_m *m)
+{
+	stoplockedm(m);
+	gmp__execute(m, m->lockedg, false);
+}
+
+/* g (runnable) is locked to another M: hand it our P and park. */
+void gmp__startlockedm(gmp_m *m, gmp_g *g)
+{
+	gmp_m *mp = g->lockedm;
+	if (mp == m)
+		gmp__throw("startlockedm: task %lld is locked to this M",
+			   (long long)g->id);
+	if (mp->nextp)
+		gmp__throw("startlockedm: M %lld already has a P",
+			   (long long)mp->id);
+	gmp__lock(&gmp__sched.lock);
+	gmp__sched.nmidlelocked--;
+	gmp__unlock(&gmp__sched.lock);
+	/* Put g back where its M will find it: it runs g directly. */
+	gmp_p *p = gmp__releasep(m);
+	mp->nextp = p;
+	gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+	gmp__notewakeup(&mp->park);
+	gmp__stopm(m);
+}
+
+/* A task ended while locked to m: the thread may be in a state nobody else
+ * should inherit, so it exits with the task (Go 1.10). */
+_Noreturn void gmp__goexit_locked(gmp_m *m)
+{
+	gmp__handoffp(gmp__releasep(m));
+	mexit(m);
+}
+
+/* ---- gomaxprocs ----------------------------------------------------------- */
+
+static gmp_p *newp(int32_t id)
+{
+	gmp_p *p = gmp__calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->id = id;
+	p->status = GMP__P_DEAD;
+	return p;
+}
+
+/* Sets the number of Ps (sched.lock held). Returns 0 or -ENOMEM. */
+int gmp__procresize(int n)
+{
+	uint32_t old = gmp__load32_rlx(&gmp__sched.gomaxprocs);
+	if (n < 1)
+		n = 1;
+	if (n > GMP__MAXPROCS_LIMIT)
+		n = GMP__MAXPROCS_LIMIT;
+	for (int i = 0; i < n; i++)
+		if (!gmp__sched.allp[i]) {
+			gmp_p *p = newp(i);
+			if (!p)
+				return -ENOMEM;
+			/* release: stealers load allp[i] with acquire */
+			gmp__storep_rel(&gmp__sched.allp[i], p);
+		}
+	/* release: publishes the new Ps to lock-free walkers of allp */
+	gmp__store32_rel(&gmp__sched.gomaxprocs, (uint32_t)n);
+	if ((uint32_t)n > old) {
+		for (int i = (int)old; i < n; i++) {
+			gmp_p *p = gmp__sched.allp[i];
+			if (gmp__load32_rlx(&p->status) == GMP__P_DEAD)
+				gmp__pidleput(p);
+		}
+	} else {
+		/* Idle Ps beyond n leave the idle list now; running ones
+		 * retire at their holder's next schedule(). */
+		gmp_p **pp = &gmp__sched.pidle;
+		while (*pp) {
+			gmp_p *p = *pp;
+			if ((uint32_t)p->id >= (uint32_t)n) {
+				*pp = p->link;
+				p->link = NULL;
+				gmp__store32_rel(&p->status, GMP__P_DEAD);
+				gmp__add32_full(&gmp__sched.npidle, -1);
+				gmp__gfpurge(p);
+			} else {
+				pp = &p->link;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- start and stop -------------------------------------------------------- */
+
+int gmp__sched_start(int maxprocs, int max_threads)
+{
+	memset(&gmp__sched, 0, sizeof gmp__sched);
+	gmp__sched.maxmcount = max_threads;
+	gmp__lock(&gmp__sched.lock);
+	int err = gmp__procresize(maxprocs);
+	gmp__unlock(&gmp__sched.lock);
+	if (err) {
+		for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++)
+			gmp__free(gmp__sched.allp[i]);
+		memset(&gmp__sched, 0, sizeof gmp__sched);
+	}
+	return err;
+}
+
+/* Every task has ended: stop every M, then free Ms and Ps. Called by
+ * gmp_shutdown on a thread that is not the runtime's. */
+void gmp__sched_stop(void)
+{
+	gmp__lock(&gmp__sched.lock);
+	gmp__store32_rel(&gmp__sched.stopping, 1);
+	gmp_m *m;
+	while ((m = gmp__mget()) != NULL) {
+		m->exiting = true;
+		gmp__notewakeup(&m->park);
+	}
+	gmp__unlock(&gmp__sched.lock);
+	/* Ms still between schedule() and stopm() see `stopping` in stopm
+	 * and exit; join them all. allm is stable now: no M is created once
+	 * no task is left to need one. */
+	for (m = gmp__loadp_acq(&gmp__sched.allm); m; m = m->alllink)
+		if (m->thread_joinable) {
+			pthread_join(m->thread, NULL);
+			m->thread_joinable = false;
+		}
+	m = gmp__sched.allm;
+	while (m) {
+		gmp_m *next = m->alllink;
+		gmp__free(m);
+		m = next;
+	}
+	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++)
+		gmp__free(gmp__sched.allp[i]);
+	memset(&gmp__sched, 0, sizeof gmp__sched);
+}

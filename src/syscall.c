@@ -1,0 +1,213 @@
+/* System calls (SPEC §4): keeping a P attached across a short syscall and
+ * losing it to sysmon across a long one.
+ *
+ * Who owns the P while a task is in a syscall? We follow Go 1.26, which
+ * synchronises on the G's status rather than on a P state:
+ *
+ *  - gmp_enter_syscall records the P (m->oldp, m->syscalltick) and stores
+ *    SYSCALL into the G with a release. It writes nothing to the P: no
+ *    lock, no read-modify-write, the P stays attached to the M.
+ *  - sysmon (or an M leaving its own syscall and wanting that P back)
+ *    CASes the G from SYSCALL to SYSCALL|SCAN. While SCAN is set the G
+ *    cannot leave SYSCALL, so the inspector may detach the P from the M
+ *    (m->p = NULL) and hand it off. It then clears SCAN.
+ *  - gmp_exit_syscall CASes the G from SYSCALL to RUNNING (waiting out a
+ *    SCAN). After that CAS nobody else may touch m->p, so: m->p still set
+ *    means the fast path, done without a lock; NULL means the P was taken,
+ *    and the slow path looks for one.
+ *
+ * Why not the P-state CAS of Go before 1.26 (a _Psyscall state that exit
+ * and sysmon race to CAS)? Both schemes cost one CAS per syscall here, but
+ * the G-state one leaves the P untouched on the fast path, keeps a single
+ * source of truth (the G's status, which dumps and stats read anyway), and
+ * lets an exiting M take back its old P even from another syscalling M
+ * with the same mechanism sysmon uses. The price is a short window in
+ * which a G is RUNNING without a P, handled by the slow path.
+ */
+#include "fiber.h"
+#include "internal.h"
+#include "runq.h"
+
+/* The calling thread's task, or NULL outside one (these calls are no-ops
+ * there). */
+static inline gmp_g *cur(gmp_m **mp)
+{
+	gmp_m *m = gmp__getm();
+	*mp = m;
+	return m ? m->curg : NULL;
+}
+
+/* Wakes sysmon from its deep sleep (taken when every P was idle): a task in
+ * a syscall may need its P retaken. */
+static void wake_sysmon(void)
+{
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.sysmonwait))) {
+		gmp__lock(&gmp__sched.lock);
+		gmp__sysmon_wake_locked();
+		gmp__unlock(&gmp__sched.lock);
+	}
+}
+
+GMP_EXTERN void gmp_enter_syscall(void)
+{
+	gmp_m *m;
+	gmp_g *g = cur(&m);
+	if (!g)
+		return;
+	gmp_p *p = m->p;
+	if (!p || gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
+		gmp__throw("gmp_enter_syscall: task %lld is already in a "
+			   "system call",
+			   (long long)g->id);
+	m->syscalltick = p->syscalltick;
+	m->oldp = p;
+	/* release: from here sysmon may take the P; it must see oldp. */
+	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_SYSCALL);
+	wake_sysmon();
+}
+
+GMP_EXTERN void gmp_enter_syscall_block(void)
+{
+	gmp_m *m;
+	gmp_g *g = cur(&m);
+	if (!g)
+		return;
+	gmp_p *p = m->p;
+	if (!p || gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
+		gmp__throw("gmp_enter_syscall_block: task %lld is already in "
+			   "a system call",
+			   (long long)g->id);
+	int e = gmp__errno_get();
+	m->syscalltick = p->syscalltick;
+	gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
+	m->oldp = NULL;
+	/* The P goes first: once the G is SYSCALL, the P is not ours to
+	 * touch. (A short window of RUNNING without a P; exit copes.) */
+	gmp__handoffp(gmp__releasep(m));
+	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_SYSCALL);
+	gmp__errno_set(e);
+}
+
+/* Tries to detach p from an M whose G is in a syscall: on success the G is
+ * SYSCALL|SCAN (it cannot leave the syscall), its M holds p, and *gp and
+ * *mp name them; the caller must gmp__syscall_resume(*gp) when done. */
+bool gmp__block_on_exit_syscall(gmp_p *p, gmp_g **gp, gmp_m **mp)
+{
+	if (gmp__load32_acq(&p->status) != GMP__P_RUNNING)
+		return false;
+	/* Racy reads of type-stable structs (Ms and Gs are never freed while
+	 * the runtime runs), validated under the SCAN bit below. */
+	gmp_m *m = gmp__loadp_rlx(&p->m);
+	if (!m)
+		return false;
+	gmp_g *g = gmp__loadp_rlx(&m->curg);
+	if (!g || gmp__load32_rlx(&g->status) != GMP__G_SYSCALL)
+		return false;
+	if (!gmp__cas32_acq(&g->status, GMP__G_SYSCALL,
+			    GMP__G_SYSCALL | GMP__G_SCAN))
+		return false;
+	if (gmp__loadp_rlx(&g->m) != m || gmp__loadp_rlx(&m->p) != p) {
+		gmp__store32_rel(&g->status, GMP__G_SYSCALL);
+		return false;
+	}
+	*gp = g;
+	*mp = m;
+	return true;
+}
+
+void gmp__syscall_resume(gmp_g *g)
+{
+	/* release: the P's new owner-less state is visible to the G's exit
+	 * CAS (acquire), which then finds m->p == NULL. */
+	gmp__store32_rel(&g->status, GMP__G_SYSCALL);
+}
+
+/* Detaches p from m (the G is held at SYSCALL|SCAN); p becomes IDLE but is
+ * on no list: the caller hands it off or runs it. */
+void gmp__syscall_takep(gmp_m *m, gmp_p *p)
+{
+	gmp__storep_rlx(&p->m, NULL);
+	gmp__storep_rlx(&m->p, NULL);
+	gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
+	gmp__store32_rel(&p->status, GMP__P_IDLE);
+}
+
+/* Slow path: our P was taken. Take back our old P (from whichever M now
+ * sits on it in a syscall), else an idle P. */
+static gmp_p *exitsyscall_tryget(gmp_p *oldp)
+{
+	gmp_g *og;
+	gmp_m *om;
+	if (oldp && gmp__block_on_exit_syscall(oldp, &og, &om)) {
+		gmp__syscall_takep(om, oldp);
+		gmp__syscall_resume(og);
+		return oldp;
+	}
+	if (gmp__load32_rlx(&gmp__sched.npidle) == 0)
+		return NULL;
+	gmp__lock(&gmp__sched.lock);
+	gmp_p *p = gmp__pidleget();
+	gmp__unlock(&gmp__sched.lock);
+	return p;
+}
+
+/* On g0: no P anywhere. Queue the task globally and park this M; or run
+ * it if a P turned up meanwhile. */
+static void exitsyscall0(gmp_g *g)
+{
+	gmp_m *m = g->m;
+	gmp__fiber_on_g0(m);
+	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
+	m->curg = NULL;
+	g->m = NULL;
+	gmp__lock(&gmp__sched.lock);
+	gmp_p *p = gmp__pidleget();
+	bool locked = false;
+	if (!p) {
+		gmp__globrunq_put(g);
+		/* Read before unlocking: once queued, another M may take g
+		 * and change its locking. */
+		locked = g->lockedm != NULL;
+	}
+	gmp__unlock(&gmp__sched.lock);
+	if (p) {
+		gmp__acquirep(m, p);
+		gmp__execute(m, g, false);
+	}
+	if (locked)
+		gmp__schedule_locked(m); /* waits until g is scheduled */
+	gmp__stopm(m);
+	gmp__schedule(m);
+}
+
+GMP_EXTERN void gmp_exit_syscall(void)
+{
+	gmp_m *m;
+	gmp_g *g = cur(&m);
+	if (!g)
+		return;
+	uint32_t st = gmp__load32_rlx(&g->status) & ~(uint32_t)GMP__G_SCAN;
+	if (st != GMP__G_SYSCALL)
+		gmp__throw("gmp_exit_syscall without gmp_enter_syscall (task "
+			   "%lld is %s)",
+			   (long long)g->id, gmp__gstatus_name(st));
+	int e = gmp__errno_get(); /* the syscall's errno: keep it */
+	gmp__casgstatus(g, GMP__G_SYSCALL, GMP__G_RUNNING);
+	gmp_p *oldp = m->oldp;
+	m->oldp = NULL;
+	gmp_p *p = m->p;
+	if (GMP__LIKELY(p != NULL)) {
+		/* Fast path: nobody took the P. */
+		gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
+		return;
+	}
+	p = exitsyscall_tryget(oldp);
+	if (p) {
+		gmp__acquirep(m, p);
+		gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
+		gmp__errno_set(e);
+		return;
+	}
+	gmp__errno_set(e); /* gmp__mcall carries it to wherever we resume */
+	gmp__mcall(m, g, exitsyscall0);
+}

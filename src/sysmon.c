@@ -1,0 +1,222 @@
+/* sysmon: the system monitor thread (Go's sysmon).
+ *
+ * It holds no P and runs no tasks. Every 20 µs (doubling after 1 ms of
+ * finding nothing, up to 10 ms) it looks at every P:
+ *
+ *  - a task whose time slice (one schedtick, runnext inheritors included)
+ *    has lasted 10 ms is asked to yield: its thread's preempt flag is set
+ *    (honoured at its next switch point, SPEC §2) and the P's preempt flag
+ *    makes schedule() deny the next runnext G the rest of the slice;
+ *  - a P whose task sits in a syscall is retaken by Go's rules (retake);
+ *  - with GMP_DEBUG=schedtrace=MS it prints a line every MS ms.
+ *
+ * When every P is idle there is nothing to watch: sysmon sleeps deeply on
+ * sched.sysmonnote until a P leaves the idle list (pidleget) or a task
+ * enters a syscall (which happens on a P, so the first one wakes it), with
+ * a 1 s cap so idle-time chores still run.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "runq.h"
+
+enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
+
+static struct {
+	pthread_t thread;
+	bool running;
+	volatile uint32_t stop;  /* atomic */
+	gmp__note stopnote;      /* sysmon's own short sleeps */
+} sm;
+
+/* Called with sched.lock held. */
+void gmp__sysmon_wake_locked(void)
+{
+	if (gmp__load32_rlx(&gmp__sched.sysmonwait)) {
+		gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
+		gmp__notewakeup(&gmp__sched.sysmonnote);
+	}
+}
+
+/* Asks the task running on p to yield at its next switch point. */
+static void preemptone(gmp_p *p)
+{
+	gmp__lock(&gmp__sched.mexit_lock); /* keeps the M's thread alive */
+	gmp_m *m = gmp__loadp_rlx(&p->m);
+	if (m && m->preemptp && gmp__loadp_rlx(&m->curg))
+		gmp__store32_rlx(m->preemptp, 1);
+	gmp__unlock(&gmp__sched.mexit_lock);
+	gmp__storeb_rlx(&p->preempt, true);
+}
+
+/* Retakes Ps blocked in syscalls and preempts long-running tasks. Returns
+ * how many Ps it retook. */
+static uint32_t retake(int64_t now)
+{
+	uint32_t n = 0;
+	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	for (uint32_t i = 0; i < procs; i++) {
+		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (!p || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
+			continue;
+		__typeof__(p->sysmontick) *pd = &p->sysmontick;
+		bool sysretake = false;
+
+		/* The same schedtick for 10 ms: one slice (a task, plus any
+		 * runnext heirs) has run too long. */
+		uint32_t t = gmp__load32_rlx(&p->schedtick);
+		if (pd->schedtick != t) {
+			pd->schedtick = t;
+			pd->schedwhen = now;
+		} else if (pd->schedwhen + FORCE_PREEMPT_NS <= now) {
+			preemptone(p);
+			/* A task in a syscall cannot answer: take its P. */
+			sysretake = true;
+		}
+
+		gmp_g *g;
+		gmp_m *m;
+		if (!gmp__block_on_exit_syscall(p, &g, &m))
+			continue;
+		/* First sight of this syscall: note it and wait one period
+		 * (at least 20 µs). */
+		uint32_t st = gmp__load32_rlx(&p->syscalltick);
+		if (!sysretake && pd->syscalltick != st) {
+			pd->syscalltick = st;
+			pd->syscallwhen = now;
+			gmp__syscall_resume(g);
+			continue;
+		}
+		/* Nothing else to run and others could run it anyway: leave
+		 * the P, but not for more than 10 ms (it would keep sysmon
+		 * from its deep sleep). */
+		if (gmp__runq_empty(p) &&
+		    gmp__load32_rlx(&gmp__sched.nmspinning) +
+				    gmp__load32_rlx(&gmp__sched.npidle) >
+			    0 &&
+		    pd->syscallwhen + FORCE_PREEMPT_NS > now) {
+			gmp__syscall_resume(g);
+			continue;
+		}
+		gmp__syscall_takep(m, p);
+		gmp__syscall_resume(g);
+		n++;
+		gmp__add64_rlx(&gmp__sched.nretakes, 1);
+		gmp__handoffp(p);
+	}
+	return n;
+}
+
+static void schedtrace(int64_t now, int64_t start)
+{
+	char buf[4096];
+	int len = 0;
+	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	len += snprintf(buf + len, sizeof buf - (size_t)len,
+			"SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%u "
+			"spinningthreads=%u needspinning=%u idlethreads=%u "
+			"runqueue=%llu [",
+			(long long)((now - start) / 1000000), procs,
+			gmp__load32_rlx(&gmp__sched.npidle),
+			gmp__load32_rlx(&gmp__sched.nthreads),
+			gmp__load32_rlx(&gmp__sched.nmspinning),
+			gmp__load32_rlx(&gmp__sched.needspinning),
+			gmp__load32_rlx(&gmp__sched.nmidle),
+			(unsigned long long)gmp__load64_rlx(
+				&gmp__sched.runqsize));
+	for (uint32_t i = 0; i < procs && len < (int)sizeof buf - 16; i++) {
+		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%u",
+				i ? " " : "", p ? gmp__runq_len(p) : 0);
+	}
+	if (len < (int)sizeof buf - 2)
+		len += snprintf(buf + len, sizeof buf - (size_t)len, "]\n");
+	if (gmp__cfg.scheddetail)
+		len += gmp__sched_detail(buf + len, sizeof buf - (size_t)len);
+	fwrite(buf, 1, (size_t)len, stderr);
+}
+
+static void *sysmon_main(void *arg)
+{
+	(void)arg;
+	gmp__sigmask_restore();
+	int64_t start = gmp__nanotime(), lasttrace = 0;
+	int64_t trace_ns = (int64_t)gmp__cfg.schedtrace_ms * 1000000;
+	uint32_t idle = 0;
+	int64_t delay = 0; /* µs */
+
+	while (!gmp__load32_acq(&sm.stop)) {
+		if (idle == 0)
+			delay = 20; /* start with 20 µs sleeps */
+		else if (idle > 50)
+			delay *= 2; /* double after 1 ms of nothing */
+		if (delay > 10 * 1000)
+			delay = 10 * 1000; /* up to 10 ms */
+		if (gmp__notetsleep(&sm.stopnote, delay * 1000))
+			break;
+		int64_t now = gmp__nanotime();
+
+		if (trace_ns <= 0 && gmp__load32_rlx(&gmp__sched.npidle) ==
+					     gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
+			gmp__lock(&gmp__sched.lock);
+			if (gmp__load32_rlx(&gmp__sched.npidle) ==
+				    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+			    !gmp__load32_rlx(&sm.stop)) {
+				gmp__store32_rlx(&gmp__sched.sysmonwait, 1);
+				gmp__unlock(&gmp__sched.lock);
+				bool woken = gmp__notetsleep(
+					&gmp__sched.sysmonnote, 1000000000);
+				gmp__lock(&gmp__sched.lock);
+				gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
+				gmp__noteclear(&gmp__sched.sysmonnote);
+				if (woken) {
+					idle = 0;
+					delay = 20;
+				}
+			}
+			gmp__unlock(&gmp__sched.lock);
+			now = gmp__nanotime();
+		}
+
+		if (retake(now) != 0)
+			idle = 0;
+		else
+			idle++;
+
+		if (trace_ns > 0 && lasttrace + trace_ns <= now) {
+			lasttrace = now;
+			schedtrace(now, start);
+		}
+	}
+	return NULL;
+}
+
+int gmp__sysmon_start(void)
+{
+	memset(&sm, 0, sizeof sm);
+	int err = gmp__thread_create(&sm.thread, 256 * 1024, sysmon_main, NULL);
+	if (err)
+		return err;
+	sm.running = true;
+	gmp__lock(&gmp__sched.lock);
+	gmp__sched.nmsys++;
+	gmp__unlock(&gmp__sched.lock);
+	gmp__add32_rlx(&gmp__sched.nthreads, 1);
+	return 0;
+}
+
+void gmp__sysmon_stop(void)
+{
+	if (!sm.running)
+		return;
+	gmp__store32_rel(&sm.stop, 1);
+	gmp__notewakeup(&sm.stopnote);
+	gmp__lock(&gmp__sched.lock);
+	gmp__sysmon_wake_locked();
+	gmp__unlock(&gmp__sched.lock);
+	pthread_join(sm.thread, NULL);
+	sm.running = false;
+	gmp__add32_rlx(&gmp__sched.nthreads, -1);
+	gmp__template_stop();
+}

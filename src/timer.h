@@ -1,0 +1,64 @@
+/* Runtime timers (Go 1.14+'s design): each P keeps a 4-ary min-heap of
+ * timers, run by the scheduler (findrunnable, before looking at local work)
+ * and stolen by idle Ps; an M with nothing to do sleeps in the network
+ * poller until the earliest timer of any P. See timer.c.
+ *
+ * A timer is embedded in its owner (a waiter, a sleeping task); the
+ * runtime never allocates one. Its fn runs on some M's g0 stack, outside
+ * every lock, and must not block: it typically readies a task.
+ */
+#ifndef GMP_TIMER_H
+#define GMP_TIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct gmp_p gmp_p;
+typedef struct gmp__timer gmp__timer;
+
+struct gmp__timer {
+	int64_t when;              /* heap key: gmp__nanotime() deadline */
+	void (*fn)(gmp__timer *t); /* runs once when due */
+	void *arg;                 /* for fn */
+	gmp_p *volatile p;         /* atomic: the heap holding it, or NULL;
+				      changed only under that heap's lock */
+	int32_t idx;               /* position in the heap; its lock */
+	volatile uint32_t state;   /* atomic: TIMER_* in timer.c */
+};
+
+/* Per-P timer state, embedded in gmp_p. */
+typedef struct gmp__timers {
+	gmp__mutex lock;           /* protects heap, len, cap */
+	gmp__timer **heap;
+	int32_t len, cap;
+	volatile int64_t next;     /* atomic: earliest when, 0 if empty;
+				      read lock-free by idle Ms and sysmon */
+} gmp__timers;
+
+/* Arms t (fn and arg set by the caller) to run at `when`, on the heap of
+ * the caller's P: call from a task or from g0 with a P. Returns 0, or
+ * -ENOMEM if the heap could not grow. */
+int gmp__timer_start(gmp__timer *t, int64_t when);
+
+/* Disarms t from any thread. Returns true if t was pending and will not
+ * run; false if it already ran or was never started. When it returns
+ * false, t's fn has finished: the caller may free t. */
+bool gmp__timer_stop(gmp__timer *t);
+
+/* Runs p's due timers (the caller holds p, or is stealing from it) and
+ * returns the next deadline on p, 0 if none. */
+int64_t gmp__timers_run(gmp_p *p, int64_t now);
+
+/* The earliest deadline on p, 0 if none; lock-free. */
+static inline int64_t gmp__timers_next(gmp__timers *ts)
+{
+	return (int64_t)gmp__load64_acq((volatile uint64_t *)&ts->next);
+}
+
+/* Moves every timer of `from` to `to` (a P retiring). */
+void gmp__timers_move(gmp_p *from, gmp_p *to);
+
+/* Frees the heap array (shutdown; the heap must be empty). */
+void gmp__timers_destroy(gmp__timers *ts);
+
+#endif

@@ -1,0 +1,59 @@
+/* Thread-local state, reached only through out-of-line functions.
+ *
+ * A task may resume on a different thread after any switch point. Within
+ * one function, a compiler is free to compute a thread-local address once
+ * (aarch64 reads tpidr_el0 into a register; glibc declares
+ * __errno_location const) and reuse it after a call that, unknown to the
+ * compiler, moved the task to another thread. Keeping every access in this
+ * file, behind calls the compiler cannot see through (no LTO), makes each
+ * access read the current thread's copy. Do not inline these. */
+#include <errno.h>
+
+#include "internal.h"
+
+#if defined(__clang__)
+#define GMP__OPAQUE __attribute__((noinline, optnone))
+#else
+#define GMP__OPAQUE __attribute__((noinline, noipa))
+#endif
+
+/* initial-exec: a static-TLS slot, one instruction to reach; the library
+ * is small enough for glibc's static TLS surplus even when dlopen()ed. */
+static __thread gmp_m *tls_m __attribute__((tls_model("initial-exec")));
+
+/* Set by sysmon (through m->preemptp) when the task running on this thread
+ * has used up its time slice; cleared by execute(). */
+static __thread volatile uint32_t tls_preempt
+	__attribute__((tls_model("initial-exec")));
+
+GMP__OPAQUE gmp_m *gmp__getm(void)
+{
+	return tls_m;
+}
+
+GMP__OPAQUE void gmp__setm(gmp_m *m)
+{
+	tls_m = m;
+}
+
+GMP__OPAQUE int gmp__errno_get(void)
+{
+	return errno;
+}
+
+GMP__OPAQUE void gmp__errno_set(int e)
+{
+	errno = e;
+}
+
+GMP__OPAQUE volatile uint32_t *gmp__tls_preempt_flag(void)
+{
+	return &tls_preempt;
+}
+
+/* One thread-local load when nothing is pending (SPEC §2). */
+GMP_EXTERN void gmp_preempt_point(void)
+{
+	if (GMP__UNLIKELY(gmp__load32_rlx(&tls_preempt) != 0))
+		gmp__preempt_slow();
+}

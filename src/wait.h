@@ -1,0 +1,77 @@
+/* Waiters: the one way every blocking primitive sleeps (Go's sudog, plus
+ * foreign threads).
+ *
+ * SPEC §8: every blocking call parks the task when called from a task, and
+ * blocks the OS thread on a futex when called from any other thread (the
+ * embedding program's own threads, gmp_main's caller, a task inside a
+ * gmp_enter_syscall window). A gmp__waiter hides the difference:
+ *
+ *   gmp__waiter w;
+ *   gmp__waiter_init(&w);            // records who is calling
+ *   ... enqueue &w on the primitive's wait queue, under its lock ...
+ *   gmp__waiter_sleep(&w, unlock_fn, lock, reason, deadline);
+ *   ... on return, w.woken says whether a waker picked us ...
+ *
+ * The waker, holding the primitive's lock, dequeues w, fills in whatever
+ * it hands over (w.elem, w.result, ...), and then calls
+ * gmp__waiter_wake(&w), after which it must not touch w again (it lives on
+ * the sleeper's stack, which may be gone). A task waiter is readied with
+ * gmp__ready (into runnext when the waker runs on a P, so a
+ * communicate-and-wait pair runs back to back); a thread waiter gets its
+ * futex word set and a FUTEX_WAKE.
+ *
+ * unlock_fn(lock) releases the primitive's lock after the sleeper is
+ * committed to sleeping (for a task: off its stack, in park's unlock
+ * function), so no wakeup can be lost between the check and the sleep.
+ *
+ * Deadlines (absolute gmp_nanotime() ns, or -1 for none) end a sleep by
+ * themselves: the sleeper comes back with w.woken false and must then take
+ * the primitive's lock, and remove w from the wait queue if it is still
+ * there (a waker may have dequeued it concurrently; see
+ * gmp__waiter_sleep's comment for the handshake).
+ */
+#ifndef GMP_WAIT_H
+#define GMP_WAIT_H
+
+#include "internal.h"
+#include "timer.h"
+
+typedef struct gmp__waiter gmp__waiter;
+struct gmp__waiter {
+	gmp_g *g;                /* the sleeping task, or NULL for a thread */
+	volatile uint32_t state; /* atomic: WAIT_* below */
+	bool woken;              /* set for the sleeper: a waker picked it */
+	int result;              /* what the waker reports (0, -EPIPE, ...) */
+	void *elem;              /* data slot for channel hand-offs */
+	gmp__waiter *next, *prev; /* the primitive's wait queue (its lock) */
+	void *c;                 /* the primitive (select: which channel) */
+	int64_t ticket;          /* free for the primitive's use */
+	void *aux;               /* free for the primitive's use */
+	gmp__timer timer;        /* deadline for a task sleeper */
+};
+
+enum {
+	GMP__WAIT_PENDING = 0, /* asleep or about to be */
+	GMP__WAIT_WOKEN = 1,   /* a waker claimed it */
+	GMP__WAIT_TIMEDOUT = 2, /* the deadline claimed it first */
+};
+
+/* Records the caller (task or thread); resets the other fields. */
+void gmp__waiter_init(gmp__waiter *w);
+
+/* Sleeps until gmp__waiter_wake(w) or the deadline (-1: none). unlock(lock)
+ * is called once the sleep is committed. Returns true if woken by a waker
+ * (w->woken), false on timeout. The wait reason is for dumps. */
+bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *), void *lock,
+		       uint32_t reason, int64_t deadline);
+
+/* Claims w for waking: true if it was still pending (the caller then owns
+ * the hand-off and must call gmp__waiter_wake), false if its deadline beat
+ * us (leave it; the sleeper will clean up). Call under the primitive's
+ * lock, before handing data over. */
+bool gmp__waiter_claim(gmp__waiter *w);
+
+/* Wakes a claimed waiter. Never switches. After this, w is not ours. */
+void gmp__waiter_wake(gmp__waiter *w);
+
+#endif
