@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #define GMP_VERSION_MAJOR 0
 #define GMP_VERSION_MINOR 1
@@ -243,6 +245,131 @@ typedef struct gmp_stats {
  * so they need not add up exactly). Returns 0, or -EINVAL for NULL. When
  * the runtime is not running every field is 0. Any thread; never switches. */
 GMP_EXTERN int gmp_stats_read(gmp_stats *out);
+
+/* ------------------------------------------------------------------------
+ * 8. Synchronisation, time and I/O
+ *
+ * Every call here that may block parks the task when called from a task
+ * (a switch point), and blocks the OS thread on a futex when called from
+ * any other thread (including a task between gmp_enter_syscall and
+ * gmp_exit_syscall), so the program's own threads can wait on tasks.
+ */
+
+/* A mutual exclusion lock, as Go's sync.Mutex: not tied to a task (one may
+ * unlock what another locked), not recursive. Uncontended lock and unlock
+ * are one atomic operation each; under contention a locker spins briefly,
+ * then sleeps in FIFO order; a waiter that has waited over 1 ms switches
+ * the mutex to starvation mode, where unlock hands it straight to the
+ * oldest waiter. A zero-filled gmp_mutex (GMP_MUTEX_INIT) is unlocked and
+ * needs no destruction. */
+typedef struct gmp_mutex {
+	uint64_t opaque_[1];
+} gmp_mutex;
+#define GMP_MUTEX_INIT { { 0 } }
+
+GMP_EXTERN void gmp_mutex_lock(gmp_mutex *mu);      /* may block */
+GMP_EXTERN bool gmp_mutex_trylock(gmp_mutex *mu);   /* never blocks */
+/* Unlocks; never blocks, but handing the lock to a starving waiter is a
+ * switch point (the waiter runs next). Unlocking an unlocked mutex aborts. */
+GMP_EXTERN void gmp_mutex_unlock(gmp_mutex *mu);
+
+/* A wait group, as Go's sync.WaitGroup: add counts work in, done counts it
+ * out, wait blocks until the count is zero. A zero-filled gmp_wg
+ * (GMP_WG_INIT) has count 0. A negative count aborts. */
+typedef struct gmp_wg {
+	uint64_t opaque_[2];
+} gmp_wg;
+#define GMP_WG_INIT { { 0, 0 } }
+
+GMP_EXTERN void gmp_wg_add(gmp_wg *wg, int64_t delta); /* never blocks */
+GMP_EXTERN void gmp_wg_done(gmp_wg *wg);               /* add(-1) */
+GMP_EXTERN void gmp_wg_wait(gmp_wg *wg);               /* may block */
+
+/* Channels, as Go's chan T for a T of elem_size bytes, copied by value. */
+typedef struct gmp_chan gmp_chan;
+
+/* A channel with a buffer of cap elements (cap 0: unbuffered, every send
+ * meets a receive). elem_size may be 0 (signals only). NULL on -ENOMEM or
+ * an absurd size. Any thread. */
+GMP_EXTERN gmp_chan *gmp_chan_new(size_t elem_size, size_t cap);
+/* Sends *elem, blocking until received or buffered. 0, or -EPIPE if the
+ * channel is closed (also for a sender blocked when it closes). */
+GMP_EXTERN int gmp_chan_send(gmp_chan *c, const void *elem);
+/* Receives into *elem (NULL: discard), blocking until a value arrives.
+ * 0, or -EPIPE when the channel is closed and drained (*elem is zeroed). */
+GMP_EXTERN int gmp_chan_recv(gmp_chan *c, void *elem);
+/* As send/recv, but never block: -EAGAIN instead. */
+GMP_EXTERN int gmp_chan_try_send(gmp_chan *c, const void *elem);
+GMP_EXTERN int gmp_chan_try_recv(gmp_chan *c, void *elem);
+/* Closes: blocked receivers get -EPIPE (after the buffer drains), blocked
+ * senders get -EPIPE. Closing twice aborts. Never blocks. */
+GMP_EXTERN void gmp_chan_close(gmp_chan *c);
+/* Frees a channel nobody uses any more; with tasks or threads still
+ * waiting on it, aborts. */
+GMP_EXTERN void gmp_chan_free(gmp_chan *c);
+
+/* Select: wait until one of several channel operations can proceed.
+ *
+ *     gmp_select_case cs[] = {
+ *         { .chan = in,  .op = GMP_SELECT_RECV, .elem = &v },
+ *         { .chan = out, .op = GMP_SELECT_SEND, .elem = &w },
+ *     };
+ *     int i = gmp_select(cs, 2, -1);   // index of the case that ran
+ *
+ * When several cases are ready, one is chosen uniformly at random. A case
+ * with chan NULL is never ready (a nil channel in Go). timeout_ns < 0 waits
+ * as long as it takes; 0 is Go's `default:` (return at once if nothing is
+ * ready); > 0 waits at most that long. Returns the chosen index, with that
+ * case's result set (0; -EPIPE for a receive from a closed, drained channel
+ * or a send on a closed channel); -EAGAIN if timeout_ns was 0 and nothing
+ * was ready; -ETIMEDOUT if the timeout expired; -EINVAL for bad arguments
+ * (NULL cases with n > 0, a bad op). Channel locks are taken in address
+ * order, so selects never deadlock each other. */
+typedef enum gmp_select_op {
+	GMP_SELECT_RECV = 1,
+	GMP_SELECT_SEND = 2,
+} gmp_select_op;
+
+typedef struct gmp_select_case {
+	gmp_chan *chan;
+	gmp_select_op op;
+	void *elem;    /* SEND: the value; RECV: where it goes (NULL: drop) */
+	int result;    /* out, for the chosen case */
+} gmp_select_case;
+
+GMP_EXTERN int gmp_select(gmp_select_case *cases, size_t n,
+			  int64_t timeout_ns);
+
+/* Sleeps at least ns nanoseconds (time.Sleep); ns <= 0 returns at once
+ * (a task still yields). Timers live in the Ps: sleeping tasks hold no
+ * thread. */
+GMP_EXTERN void gmp_sleep(int64_t ns);
+/* Monotonic clock, nanoseconds. Never switches. */
+GMP_EXTERN int64_t gmp_nanotime(void);
+
+/* I/O. Each returns what its libc namesake returns, or -errno instead of
+ * -1 (errno itself is left alone). On a non-blocking descriptor a call that
+ * would block parks the task in the network poller (epoll) until the
+ * descriptor is ready; on a blocking descriptor the plain call runs inside
+ * gmp_enter_syscall/gmp_exit_syscall. */
+GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n);
+/* Writes all n bytes, parking as often as needed; if an error stops it
+ * after some bytes, returns that count, else -errno. Never raises SIGPIPE
+ * on a socket: a closed peer is -EPIPE. */
+GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n);
+GMP_EXTERN int gmp_accept(int fd, struct sockaddr *addr, socklen_t *len);
+/* Connects, waiting out EINPROGRESS on a non-blocking socket; returns 0 or
+ * the connection's -errno (from SO_ERROR). */
+GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr,
+			   socklen_t len);
+/* Waits until fd is ready for `events` (POLLIN, POLLOUT); returns the ready
+ * bits (> 0, possibly with POLLHUP/POLLERR), 0 on timeout, or -errno
+ * (-EBADF for a bad or gmp_close()d descriptor). timeout_ns < 0 waits
+ * forever. */
+GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns);
+/* Closes fd, first waking every task and thread waiting on it in these
+ * calls with -EBADF. Returns 0 or -errno. */
+GMP_EXTERN int gmp_close(int fd);
 
 /* The library's version as "MAJOR.MINOR.PATCH". */
 GMP_EXTERN const char *gmp_version(void);

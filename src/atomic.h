@@ -109,6 +109,16 @@ static inline bool gmp__cas64_full(volatile uint64_t *p, uint64_t o, uint64_t n)
 {
 	return AO_compare_and_swap_full(GMP__AO64(p), o, n);
 }
+static inline uint64_t gmp__xchg64_full(volatile uint64_t *p, uint64_t n)
+{
+	uint64_t o = gmp__load64_rlx(p);
+	for (;;) {
+		uint64_t seen = AO_fetch_compare_and_swap_full(GMP__AO64(p), o, n);
+		if (seen == o)
+			return o;
+		o = seen;
+	}
+}
 static inline uint64_t gmp__add64_rlx(volatile uint64_t *p, int64_t d)
 {
 	return AO_fetch_and_add(GMP__AO64(p), (AO_t)d);

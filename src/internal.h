@@ -29,6 +29,7 @@
 #include "ctx.h"
 #include "lock.h"
 #include "os.h"
+#include "timer.h"
 
 typedef struct gmp_m gmp_m;
 typedef struct gmp_p gmp_p;
@@ -228,6 +229,9 @@ struct gmp_p {
 	gmp_g *gfree;
 	int32_t ngfree;
 
+	/* Timers (timer.c): any thread may stop one, so under their lock. */
+	gmp__timers timers;
+
 	/* Counters for gmp_stats_read; written by the owner, read racily. */
 	volatile uint64_t nspawned, nsteals;
 
@@ -340,6 +344,13 @@ typedef struct gmp__sched {
 	 * allp grows only; entries are never freed while running. */
 	gmp_p *allp[GMP__MAXPROCS_LIMIT];
 	volatile uint32_t gomaxprocs; /* atomic; changed under sched.lock */
+
+	/* The network poller (netpoll.c): lastpoll is when the last poll
+	 * ended, 0 while an M is blocked in one (at most one M blocks);
+	 * pollUntil is when that blocked poll will time out by itself (0:
+	 * never). pollingnet: an M is doing a non-blocking poll. */
+	volatile uint64_t lastpoll, pollUntil;
+	volatile uint32_t pollingnet;
 
 	/* sysmon's deep sleep (sysmon.c): set under sched.lock while it
 	 * sleeps on sysmonnote because every P is idle. */
@@ -468,6 +479,8 @@ _Noreturn void gmp__goexit_locked(gmp_m *m);
 void gmp__globrunq_put(gmp_g *g);
 void gmp__globrunq_putbatch(gmp__gqueue *q);
 void gmp__injectglist(gmp__gqueue *q);
+void gmp__wake_netpoller(int64_t when);
+int64_t gmp__timers_earliest(void);
 int gmp__procresize(int n);
 int gmp__sched_start(int maxprocs, int max_threads);
 void gmp__newm1(gmp_m *m);

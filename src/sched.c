@@ -74,6 +74,7 @@
 
 #include "fiber.h"
 #include "internal.h"
+#include "netpoll.h"
 #include "runq.h"
 
 gmp__sched_t gmp__sched;
@@ -556,8 +557,101 @@ void gmp__handoffp(gmp_p *p)
 		gmp__startm(p, false, false);
 		return;
 	}
+	/* The last running P, and nobody blocked in the poller: someone
+	 * must poll for the tasks waiting on I/O. */
+	if (gmp__load32_rlx(&gmp__sched.npidle) + 1 ==
+		    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+	    gmp__load64_rlx(&gmp__sched.lastpoll) != 0 &&
+	    gmp__netpoll_any_waiters()) {
+		gmp__unlock(&gmp__sched.lock);
+		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__startm(p, false, false);
+		return;
+	}
+	int64_t when = gmp__timers_next(&p->timers);
 	gmp__pidleput(p);
 	gmp__unlock(&gmp__sched.lock);
+	/* Its timers must still fire: make sure an M waits for them. */
+	if (when != 0)
+		gmp__wake_netpoller(when);
+}
+
+/* Someone must be waiting for a timer due at `when`: break the poller's
+ * sleep if it would oversleep, or wake an M if nobody is in the poller. */
+void gmp__wake_netpoller(int64_t when)
+{
+	if (gmp__load64_acq(&gmp__sched.lastpoll) == 0) {
+		int64_t until = (int64_t)gmp__load64_acq(&gmp__sched.pollUntil);
+		if (until == 0 || until > when)
+			gmp__netpoll_break();
+	} else {
+		gmp__wakep();
+	}
+}
+
+/* The earliest timer on any live P, 0 if none; lock-free. */
+int64_t gmp__timers_earliest(void)
+{
+	int64_t best = 0;
+	uint32_t n = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	for (uint32_t i = 0; i < n; i++) {
+		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		int64_t w = p ? gmp__timers_next(&p->timers) : 0;
+		if (w && (!best || w < best))
+			best = w;
+	}
+	return best;
+}
+
+/* Starts up to n Ms on idle Ps (for work just put on the global queue). */
+static void start_idle(int64_t n)
+{
+	for (; n > 0; n--) {
+		gmp__lock(&gmp__sched.lock);
+		gmp_p *p = pidleget_spinning();
+		if (!p) {
+			gmp__unlock(&gmp__sched.lock);
+			break;
+		}
+		gmp__startm(p, false, true);
+		gmp__unlock(&gmp__sched.lock);
+	}
+}
+
+/* Makes every G in q (all WAITING, e.g. from the poller) runnable and
+ * queues them: with no P, all on the global queue with an M started per
+ * idle P; with a P, one per idle P globally and the rest locally. */
+void gmp__injectglist(gmp__gqueue *q)
+{
+	if (!q->head)
+		return;
+	for (gmp_g *g = q->head; g; g = g->schedlink)
+		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
+	gmp_m *m = gmp__getm();
+	gmp_p *p = m ? m->p : NULL;
+	if (!p) {
+		int64_t n = q->n;
+		gmp__lock(&gmp__sched.lock);
+		gmp__globrunq_putbatch(q);
+		gmp__unlock(&gmp__sched.lock);
+		start_idle(n);
+		return;
+	}
+	gmp__gqueue globq = { 0 };
+	for (uint32_t idle = gmp__load32_rlx(&gmp__sched.npidle);
+	     idle > 0 && q->head; idle--)
+		gmp__gq_push(&globq, gmp__gq_pop(q));
+	if (globq.head) {
+		int64_t n = globq.n;
+		gmp__lock(&gmp__sched.lock);
+		gmp__globrunq_putbatch(&globq);
+		gmp__unlock(&gmp__sched.lock);
+		start_idle(n);
+	}
+	gmp__runq_putbatch(p, q);
+	/* Ps may have gone idle since we counted them (Go does the same). */
+	gmp__add32_full(&gmp__sched.nmspinning, 0); /* #StoreLoad for wakep */
+	gmp__wakep();
 }
 
 /* ---- finding work -------------------------------------------------------- */
@@ -574,9 +668,13 @@ static uint32_t gcd(uint32_t a, uint32_t b)
 	return a;
 }
 
-static gmp_g *stealwork(gmp_m *m, bool *inherit)
+/* Steals a G from another P (four randomised passes; on the last, runs
+ * their due timers and may take runnext). *poll_until is lowered to the
+ * earliest timer seen. */
+static gmp_g *stealwork(gmp_m *m, bool *inherit, int64_t *poll_until)
 {
 	gmp_p *p = m->p;
+	int64_t now = 0;
 	*inherit = false;
 	for (int i = 0; i < 4; i++) {
 		bool last = i == 3;
@@ -589,8 +687,25 @@ static gmp_g *stealwork(gmp_m *m, bool *inherit)
 			gmp_p *p2 = gmp__loadp_acq(&gmp__sched.allp[pos]);
 			if (p2 == p || !p2)
 				continue;
+			/* Timers of other Ps, idle ones included, are run here
+			 * once per round (before taking anyone's runnext), so
+			 * none waits for its own P to come back. */
+			int64_t w = last ? gmp__timers_next(&p2->timers) : 0;
+			if (w) {
+				if (!now)
+					now = gmp__nanotime();
+				if (w <= now) {
+					w = gmp__timers_run(p2, now);
+					/* fns may have readied Gs onto our P */
+					gmp_g *g = gmp__runq_get(p, inherit);
+					if (g)
+						return g;
+				}
+				if (w && (!*poll_until || w < *poll_until))
+					*poll_until = w;
+			}
 			if (gmp__load32_rlx(&p2->status) != GMP__P_RUNNING)
-				continue; /* idle and dead Ps have no work */
+				continue; /* idle and dead Ps have no Gs */
 			gmp_g *g = gmp__runq_steal(p, p2, last);
 			if (g) {
 				gmp__store64_rlx(&p->nsteals, p->nsteals + 1);
@@ -644,6 +759,8 @@ static void retire_p(gmp_m *m)
 	gmp__pidleput(p); /* DEAD now, unless the count grew again */
 	gmp_p *np = gmp__pidleget();
 	gmp__unlock(&gmp__sched.lock);
+	/* Its timers go to a live P: ours next, or P0 (always live). */
+	gmp__timers_move(p, np ? np : gmp__loadp_acq(&gmp__sched.allp[0]));
 	if (np) {
 		gmp__acquirep(m, np);
 		if (work)
@@ -651,6 +768,26 @@ static void retire_p(gmp_m *m)
 		return;
 	}
 	gmp__stopm(m);
+}
+
+/* With our P: is an I/O wait over? Only one M polls at a time, and only
+ * when someone waits and no M is blocked in the poller already (it would
+ * see the same events). */
+static gmp_g *poll_nonblocking(void)
+{
+	if (!gmp__netpoll_inited() || !gmp__netpoll_any_waiters() ||
+	    gmp__load64_rlx(&gmp__sched.lastpoll) == 0 ||
+	    gmp__xchg32_full(&gmp__sched.pollingnet, 1) != 0)
+		return NULL;
+	gmp__gqueue q = { 0 };
+	gmp__netpoll(0, &q);
+	gmp__store32_rel(&gmp__sched.pollingnet, 0);
+	gmp_g *g = gmp__gq_pop(&q);
+	if (g) {
+		gmp__injectglist(&q);
+		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
+	}
+	return g;
 }
 
 /* Finds a runnable G for m, blocking (parking m) until there is one.
@@ -666,6 +803,15 @@ top:;
 		goto top;
 	}
 	*inherit = false;
+
+	/* Our P's due timers first: they ready tasks, often onto our queue.
+	 * The clock is read only when the P has timers. */
+	int64_t poll_until = gmp__timers_next(&p->timers);
+	if (poll_until) {
+		int64_t now = gmp__nanotime();
+		if (poll_until <= now)
+			poll_until = gmp__timers_run(p, now);
+	}
 
 	/* Fairness: look at the global queue first now and then, or two
 	 * tasks respawning each other could keep it waiting forever. */
@@ -689,6 +835,10 @@ top:;
 			return g;
 	}
 
+	/* Finished I/O waits, before taking other Ps' work. */
+	if ((g = poll_nonblocking()) != NULL)
+		return g;
+
 	/* Steal, but keep the number of spinning Ms under half the busy Ps:
 	 * with many Ps and little parallelism, spinning is wasted CPU. */
 	uint32_t procs = gmp__load32_rlx(&gmp__sched.gomaxprocs);
@@ -696,7 +846,7 @@ top:;
 				   procs - gmp__load32_rlx(&gmp__sched.npidle)) {
 		if (!m->spinning)
 			becomespinning(m);
-		g = stealwork(m, inherit);
+		g = stealwork(m, inherit, &poll_until);
 		if (g)
 			return g;
 	}
@@ -723,6 +873,7 @@ top:;
 	 * look at every queue again. A submitter that saw nmspinning > 0
 	 * before our decrement did not wake anyone, so its work must be
 	 * visible to the re-check below. */
+	bool was_spinning = m->spinning;
 	if (m->spinning) {
 		m->spinning = false;
 		if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
@@ -747,6 +898,51 @@ top:;
 			becomespinning(m);
 			goto top;
 		}
+	}
+
+	/* Sleep in the poller until I/O or the earliest timer of any P (at
+	 * most one M does this; the others park). Every P's timers count:
+	 * their own Ms may be busy or parked. */
+	int64_t earliest = gmp__timers_earliest();
+	if (earliest && (!poll_until || earliest < poll_until))
+		poll_until = earliest;
+	if (gmp__netpoll_inited() &&
+	    (gmp__netpoll_any_waiters() || poll_until != 0) &&
+	    gmp__xchg64_full(&gmp__sched.lastpoll, 0) != 0) {
+		gmp__store64_rel(&gmp__sched.pollUntil, (uint64_t)poll_until);
+		int64_t delay = -1;
+		if (poll_until) {
+			delay = poll_until - gmp__nanotime();
+			if (delay < 0)
+				delay = 0;
+		}
+		gmp__gqueue q = { 0 };
+		gmp__netpoll(delay, &q);
+		gmp__store64_rel(&gmp__sched.pollUntil, 0);
+		gmp__store64_rel(&gmp__sched.lastpoll, (uint64_t)gmp__nanotime());
+		gmp__lock(&gmp__sched.lock);
+		gmp_p *np = gmp__pidleget();
+		gmp__unlock(&gmp__sched.lock);
+		if (!np) {
+			gmp__injectglist(&q);
+		} else {
+			gmp__acquirep(m, np);
+			g = gmp__gq_pop(&q);
+			if (g) {
+				gmp__injectglist(&q);
+				gmp__casgstatus(g, GMP__G_WAITING,
+						GMP__G_RUNNABLE);
+				return g;
+			}
+			if (was_spinning)
+				becomespinning(m);
+			goto top;
+		}
+	} else if (poll_until != 0 && gmp__netpoll_inited()) {
+		/* The M in the poller may sleep past our deadline. */
+		int64_t until = (int64_t)gmp__load64_acq(&gmp__sched.pollUntil);
+		if (until == 0 || until > poll_until)
+			gmp__netpoll_break();
 	}
 	gmp__stopm(m);
 	goto top;
@@ -925,6 +1121,7 @@ int gmp__sched_start(int maxprocs, int max_threads)
 {
 	memset(&gmp__sched, 0, sizeof gmp__sched);
 	gmp__sched.maxmcount = max_threads;
+	gmp__sched.lastpoll = (uint64_t)gmp__nanotime(); /* nobody polls yet */
 	gmp__lock(&gmp__sched.lock);
 	int err = gmp__procresize(maxprocs);
 	gmp__unlock(&gmp__sched.lock);
@@ -962,7 +1159,12 @@ void gmp__sched_stop(void)
 		gmp__free(m);
 		m = next;
 	}
-	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++)
-		gmp__free(gmp__sched.allp[i]);
+	gmp__netpoll_shutdown();
+	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
+		gmp_p *p = gmp__sched.allp[i];
+		if (p)
+			gmp__timers_destroy(&p->timers);
+		gmp__free(p);
+	}
 	memset(&gmp__sched, 0, sizeof gmp__sched);
 }

@@ -8,17 +8,20 @@
  *    (honoured at its next switch point, SPEC §2) and the P's preempt flag
  *    makes schedule() deny the next runnext G the rest of the slice;
  *  - a P whose task sits in a syscall is retaken by Go's rules (retake);
+ *  - if no M has polled the network for 10 ms (every P busy), it polls;
+ *  - a timer overdue while its P is busy gets an idle P started to run it;
  *  - with GMP_DEBUG=schedtrace=MS it prints a line every MS ms.
  *
  * When every P is idle there is nothing to watch: sysmon sleeps deeply on
  * sched.sysmonnote until a P leaves the idle list (pidleget) or a task
- * enters a syscall (which happens on a P, so the first one wakes it), with
- * a 1 s cap so idle-time chores still run.
+ * enters a syscall (which happens on a P, so the first one wakes it), or
+ * until the next timer, with a 1 s cap so idle-time chores still run.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
+#include "netpoll.h"
 #include "runq.h"
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
@@ -163,10 +166,14 @@ static void *sysmon_main(void *arg)
 			if (gmp__load32_rlx(&gmp__sched.npidle) ==
 				    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
 			    !gmp__load32_rlx(&sm.stop)) {
+				int64_t sleep = 1000000000;
+				int64_t next = gmp__timers_earliest();
+				if (next && next - now < sleep)
+					sleep = next > now ? next - now : 0;
 				gmp__store32_rlx(&gmp__sched.sysmonwait, 1);
 				gmp__unlock(&gmp__sched.lock);
 				bool woken = gmp__notetsleep(
-					&gmp__sched.sysmonnote, 1000000000);
+					&gmp__sched.sysmonnote, sleep);
 				gmp__lock(&gmp__sched.lock);
 				gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
 				gmp__noteclear(&gmp__sched.sysmonnote);
@@ -178,6 +185,23 @@ static void *sysmon_main(void *arg)
 			gmp__unlock(&gmp__sched.lock);
 			now = gmp__nanotime();
 		}
+
+		/* Every P busy for 10 ms and nobody polled: I/O waiters
+		 * would starve, so poll here. */
+		uint64_t lastpoll = gmp__load64_acq(&gmp__sched.lastpoll);
+		if (gmp__netpoll_inited() && lastpoll != 0 &&
+		    (int64_t)lastpoll + 10 * 1000000 < now) {
+			gmp__cas64_full(&gmp__sched.lastpoll, lastpoll,
+					(uint64_t)now);
+			gmp__gqueue q = { 0 };
+			gmp__netpoll(0, &q);
+			gmp__injectglist(&q);
+		}
+		/* A timer is due and nobody ran it (its P is busy): start an
+		 * M on an idle P; its steal pass runs other Ps' timers. */
+		int64_t next = gmp__timers_earliest();
+		if (next && next < now && gmp__load32_rlx(&gmp__sched.npidle))
+			gmp__startm(NULL, false, false);
 
 		if (retake(now) != 0)
 			idle = 0;

@@ -13,6 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "atomic.h"
+#include "lock.h"
+
 typedef struct gmp_p gmp_p;
 typedef struct gmp__timer gmp__timer;
 

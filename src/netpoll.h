@@ -1,0 +1,45 @@
+/* The network poller's interface to the scheduler (Go's netpoll).
+ *
+ * netpoll.c owns the epoll instance and an eventfd that breaks a blocking
+ * poll; pollfd.c owns the poll descriptors (one per fd in use, with the
+ * reader and writer wait slots) and turns readiness into runnable tasks.
+ * The scheduler polls without blocking before it steals, and the last M to
+ * go idle polls with a timeout (the next timer), so tasks waiting on I/O
+ * hold no thread and a program idle on sockets uses no CPU.
+ */
+#ifndef GMP_NETPOLL_H
+#define GMP_NETPOLL_H
+
+#include "internal.h"
+
+/* Creates the epoll instance on first use; idempotent and thread-safe.
+ * Returns 0 or -errno. */
+int gmp__netpoll_init(void);
+bool gmp__netpoll_inited(void);
+
+/* Waits for readiness: delay < 0 blocks until an event or a break, 0 does
+ * not block, > 0 waits at most delay ns. The tasks that became ready are
+ * appended to q, still WAITING (the caller makes them runnable, e.g. with
+ * gmp__injectglist). Returns how many. Any thread, no locks held. */
+int gmp__netpoll(int64_t delay, gmp__gqueue *q);
+
+/* Makes a concurrent (or the next) blocking gmp__netpoll return early. */
+void gmp__netpoll_break(void);
+
+/* Whether any task is parked on I/O (a hint: polling is pointless if not). */
+bool gmp__netpoll_any_waiters(void);
+void gmp__netpoll_adjust_waiters(int delta);
+
+/* Registers fd (edge-triggered, read and write) with pd as its cookie;
+ * unregisters it. Return 0 or -errno. */
+int gmp__netpoll_open(int fd, void *pd);
+int gmp__netpoll_close(int fd);
+
+/* Closes the epoll instance (gmp_shutdown, after every task ended). */
+void gmp__netpoll_shutdown(void);
+
+/* Provided by pollfd.c: epoll reported `events` for the descriptor pd;
+ * append the tasks this readies to q. */
+void gmp__pd_ready(void *pd, uint32_t events, gmp__gqueue *q);
+
+#endif

@@ -1,0 +1,203 @@
+/* Per-P timer heaps (timer.h).
+ *
+ * Each P's heap is a 4-ary min-heap on `when` (Go 1.14+: shallower than a
+ * binary heap, so sift-down touches fewer cache lines), under the P's
+ * timers.lock, so that any thread may stop a timer. ts->next mirrors the
+ * root for lock-free peeks by idle Ms and sysmon.
+ *
+ * A timer's state:
+ *
+ *   IDLE     in no heap (never started, stopped, or done)
+ *   PENDING  in heap t->p
+ *   RUNNING  popped by timers_run, fn executing; stop waits it out
+ *
+ * timers_run sets RUNNING before it clears t->p (both under the heap
+ * lock), so a stopper that sees t->p == NULL and then reads the state
+ * cannot miss a run in progress.
+ */
+#include "internal.h"
+#include "netpoll.h"
+#include "timer.h"
+
+enum { TIMER_IDLE = 0, TIMER_PENDING = 1, TIMER_RUNNING = 2 };
+
+static void publish_next(gmp__timers *ts)
+{
+	int64_t next = ts->len ? ts->heap[0]->when : 0;
+	gmp__store64_rel((volatile uint64_t *)&ts->next, (uint64_t)next);
+}
+
+static void set_at(gmp__timers *ts, int32_t i, gmp__timer *t)
+{
+	ts->heap[i] = t;
+	t->idx = i;
+}
+
+static void sift_up(gmp__timers *ts, int32_t i)
+{
+	gmp__timer *t = ts->heap[i];
+	while (i > 0) {
+		int32_t parent = (i - 1) / 4;
+		if (ts->heap[parent]->when <= t->when)
+			break;
+		set_at(ts, i, ts->heap[parent]);
+		i = parent;
+	}
+	set_at(ts, i, t);
+}
+
+static void sift_down(gmp__timers *ts, int32_t i)
+{
+	gmp__timer *t = ts->heap[i];
+	for (;;) {
+		int32_t c = 4 * i + 1, best = -1;
+		int64_t w = t->when;
+		for (int32_t k = c; k < c + 4 && k < ts->len; k++)
+			if (ts->heap[k]->when < w) {
+				w = ts->heap[k]->when;
+				best = k;
+			}
+		if (best < 0)
+			break;
+		set_at(ts, i, ts->heap[best]);
+		i = best;
+	}
+	set_at(ts, i, t);
+}
+
+static void heap_remove(gmp__timers *ts, int32_t i)
+{
+	int32_t last = --ts->len;
+	if (i != last) {
+		set_at(ts, i, ts->heap[last]);
+		sift_down(ts, i);
+		sift_up(ts, ts->heap[i]->idx);
+	}
+	ts->heap[last] = NULL;
+}
+
+static int heap_push(gmp__timers *ts, gmp__timer *t)
+{
+	if (ts->len == ts->cap) {
+		int32_t cap = ts->cap ? ts->cap * 2 : 16;
+		gmp__timer **h = gmp__realloc(ts->heap, (size_t)cap * sizeof *h);
+		if (!h)
+			return -ENOMEM;
+		ts->heap = h;
+		ts->cap = cap;
+	}
+	set_at(ts, ts->len++, t);
+	sift_up(ts, t->idx);
+	return 0;
+}
+
+int gmp__timer_start(gmp__timer *t, int64_t when)
+{
+	gmp_m *m = gmp__getm();
+	gmp_p *p = m ? m->p : NULL;
+	if (!p)
+		gmp__throw("timer_start without a P");
+	if (gmp__load32_rlx(&t->state) != TIMER_IDLE)
+		gmp__throw("timer_start: timer %p is already armed", (void *)t);
+	/* An idle M waits for timers in the poller, so it must exist. */
+	if (!gmp__netpoll_inited() && gmp__netpoll_init() != 0)
+		return -ENOMEM;
+	gmp__timers *ts = &p->timers;
+	gmp__lock(&ts->lock);
+	t->when = when;
+	int err = heap_push(ts, t);
+	bool earliest = !err && t->idx == 0;
+	if (!err) {
+		gmp__store32_rlx(&t->state, TIMER_PENDING);
+		gmp__storep_rel(&t->p, p);
+		publish_next(ts);
+	}
+	gmp__unlock(&ts->lock);
+	/* A new earliest timer on this P: an M sleeping in the poller until
+	 * some later time must wake up sooner. */
+	if (earliest)
+		gmp__wake_netpoller(when);
+	return err;
+}
+
+bool gmp__timer_stop(gmp__timer *t)
+{
+	for (;;) {
+		gmp_p *p = gmp__loadp_acq(&t->p);
+		if (!p) {
+			/* Not in a heap: never started, done, or running. */
+			for (int spins = 0;
+			     gmp__load32_acq(&t->state) == TIMER_RUNNING;
+			     spins++)
+				spins < 64 ? gmp__cpu_relax() : gmp__osyield();
+			return false;
+		}
+		gmp__timers *ts = &p->timers;
+		gmp__lock(&ts->lock);
+		if (gmp__loadp_rlx(&t->p) == p) {
+			heap_remove(ts, t->idx);
+			gmp__storep_rlx(&t->p, NULL);
+			gmp__store32_rel(&t->state, TIMER_IDLE);
+			publish_next(ts);
+			gmp__unlock(&ts->lock);
+			return true;
+		}
+		gmp__unlock(&ts->lock); /* it moved or ran meanwhile: retry */
+	}
+}
+
+int64_t gmp__timers_run(gmp_p *p, int64_t now)
+{
+	gmp__timers *ts = &p->timers;
+	int64_t next = gmp__timers_next(ts);
+	if (next == 0 || next > now)
+		return next;
+	gmp__lock(&ts->lock);
+	while (ts->len && ts->heap[0]->when <= now) {
+		gmp__timer *t = ts->heap[0];
+		heap_remove(ts, 0);
+		gmp__store32_rlx(&t->state, TIMER_RUNNING);
+		gmp__storep_rel(&t->p, NULL);
+		publish_next(ts);
+		gmp__unlock(&ts->lock);
+		t->fn(t);
+		/* release: stop's acquire sees fn's effects finished */
+		gmp__store32_rel(&t->state, TIMER_IDLE);
+		gmp__lock(&ts->lock);
+	}
+	next = ts->len ? ts->heap[0]->when : 0;
+	gmp__unlock(&ts->lock);
+	return next;
+}
+
+void gmp__timers_move(gmp_p *from, gmp_p *to)
+{
+	if (from == to || gmp__timers_next(&from->timers) == 0)
+		return;
+	/* Lock order: by address. */
+	gmp__timers *a = &from->timers, *b = &to->timers;
+	gmp__mutex *first = a < b ? &a->lock : &b->lock;
+	gmp__mutex *second = a < b ? &b->lock : &a->lock;
+	gmp__lock(first);
+	gmp__lock(second);
+	while (a->len) {
+		gmp__timer *t = a->heap[a->len - 1];
+		a->heap[--a->len] = NULL;
+		if (heap_push(b, t) != 0)
+			gmp__throw("out of memory moving timers");
+		gmp__storep_rel(&t->p, to);
+	}
+	publish_next(a);
+	publish_next(b);
+	gmp__unlock(second);
+	gmp__unlock(first);
+}
+
+void gmp__timers_destroy(gmp__timers *ts)
+{
+	if (ts->len)
+		gmp__throw("timers_destroy: %d timers still pending", ts->len);
+	gmp__free(ts->heap);
+	ts->heap = NULL;
+	ts->cap = 0;
+}

@@ -1,0 +1,144 @@
+/* Waiters (see wait.h): one sleep/wake handshake for tasks and threads.
+ *
+ * The state word of a waiter:
+ *
+ *   PENDING   asleep (or about to be); a waker or the deadline may claim it
+ *   CLAIMED   a waker claimed it and is filling in the hand-off; only that
+ *             waker moves it on, to WOKEN
+ *   WOKEN     the hand-off is complete; the sleeper may return
+ *   TIMEDOUT  the deadline claimed it first; wakers must leave it alone
+ *
+ * A task sleeper parks, and is readied by whichever of waker or timer
+ * claimed it; a thread sleeper waits on the state word with FUTEX_WAIT.
+ */
+#include <limits.h>
+
+#include "wait.h"
+
+enum { CLAIMED = 3 };
+
+void gmp__waiter_init(gmp__waiter *w)
+{
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	/* A task inside a gmp_enter_syscall window must not park (its P may
+	 * be gone): it blocks like a foreign thread. */
+	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
+		g = NULL;
+	w->g = g;
+	w->state = GMP__WAIT_PENDING;
+	w->woken = false;
+	w->result = 0;
+	w->elem = NULL;
+	w->next = w->prev = NULL;
+	w->c = NULL;
+	w->ticket = 0;
+	w->aux = NULL;
+	w->timer.p = NULL;
+	w->timer.state = 0;
+}
+
+bool gmp__waiter_claim(gmp__waiter *w)
+{
+	/* acquire: we are about to write the sleeper's hand-off fields */
+	return gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, CLAIMED);
+}
+
+void gmp__waiter_wake(gmp__waiter *w)
+{
+	gmp_g *g = w->g;
+	if (g) {
+		/* The task cannot run before gmp__ready, so the order of the
+		 * store and the ready does not matter to it; release still
+		 * orders the hand-off before the state for the sleeper. */
+		gmp__store32_rel(&w->state, GMP__WAIT_WOKEN);
+		gmp__ready(g, true);
+		return;
+	}
+	/* A thread: after the store it may return and free w, so take the
+	 * address first and only FUTEX_WAKE it (a wake on a stale address is
+	 * harmless: every futex wait in the runtime loops). */
+	volatile uint32_t *addr = &w->state;
+	gmp__store32_rel(addr, GMP__WAIT_WOKEN);
+	gmp__futex_wake(addr, INT_MAX);
+}
+
+/* The deadline of a task waiter passed. */
+static void waiter_timeout(gmp__timer *t)
+{
+	gmp__waiter *w = t->arg;
+	if (gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT))
+		gmp__ready(w->g, false);
+}
+
+struct park_args {
+	gmp__waiter *w;
+	void (*unlock)(void *);
+	void *lock;
+	int64_t deadline;
+};
+
+/* Runs on g0 once the task is WAITING. The timer starts before the
+ * primitive's lock drops: no waker can claim w (it needs the lock) before
+ * the timer exists, so a woken task never finds a timer still to come. */
+static bool park_unlock(gmp_g *g, void *arg)
+{
+	(void)g;
+	struct park_args *a = arg;
+	if (a->deadline >= 0) {
+		a->w->timer.fn = waiter_timeout;
+		a->w->timer.arg = a->w;
+		if (gmp__timer_start(&a->w->timer, a->deadline) != 0 &&
+		    gmp__cas32_acq(&a->w->state, GMP__WAIT_PENDING,
+				   GMP__WAIT_TIMEDOUT)) {
+			/* No memory for the timer: time out at once. */
+			a->unlock(a->lock);
+			return false;
+		}
+	}
+	a->unlock(a->lock);
+	return true;
+}
+
+bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *), void *lock,
+		       uint32_t reason, int64_t deadline)
+{
+	if (deadline >= 0 && deadline <= gmp__nanotime() &&
+	    gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT)) {
+		unlock(lock);
+		w->woken = false;
+		return false;
+	}
+	if (w->g) {
+		struct park_args a = { w, unlock, lock, deadline };
+		gmp__park(park_unlock, &a, reason);
+		/* Readied by a waker (WOKEN) or by the timer (TIMEDOUT). */
+		uint32_t st = gmp__load32_acq(&w->state);
+		if (deadline >= 0)
+			gmp__timer_stop(&w->timer); /* waits out a running fn */
+		w->woken = st == GMP__WAIT_WOKEN;
+		return w->woken;
+	}
+	unlock(lock);
+	for (;;) {
+		uint32_t st = gmp__load32_acq(&w->state);
+		if (st == GMP__WAIT_WOKEN) {
+			w->woken = true;
+			return true;
+		}
+		if (st == GMP__WAIT_TIMEDOUT) {
+			w->woken = false;
+			return false;
+		}
+		int64_t left = -1;
+		if (deadline >= 0 && st == GMP__WAIT_PENDING) {
+			left = deadline - gmp__nanotime();
+			if (left <= 0) {
+				gmp__cas32_acq(&w->state, GMP__WAIT_PENDING,
+					       GMP__WAIT_TIMEDOUT);
+				continue; /* re-read: a waker may have won */
+			}
+		}
+		gmp__futex_wait(&w->state, st, left);
+	}
+}
