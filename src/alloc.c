@@ -2,12 +2,15 @@
  * through here, so tests can assert that shutdown freed all of it. */
 #include <stdlib.h>
 
+#include "fault.h"
 #include "internal.h"
 
 static volatile uint64_t live; /* atomic: outstanding allocations */
 
 void *gmp__malloc(size_t n)
 {
+	if (gmp__fault_hit(GMP__FAULT_ALLOC))
+		return NULL;
 	void *p = malloc(n ? n : 1);
 	if (p)
 		gmp__add64_rlx(&live, 1);
@@ -16,6 +19,8 @@ void *gmp__malloc(size_t n)
 
 void *gmp__calloc(size_t n, size_t size)
 {
+	if (gmp__fault_hit(GMP__FAULT_ALLOC))
+		return NULL;
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (p)
 		gmp__add64_rlx(&live, 1);
@@ -26,6 +31,8 @@ void *gmp__realloc(void *p, size_t n)
 {
 	if (!p)
 		return gmp__malloc(n);
+	if (gmp__fault_hit(GMP__FAULT_ALLOC))
+		return NULL;
 	return realloc(p, n ? n : 1);
 }
 

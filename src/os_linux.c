@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "internal.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -104,6 +105,8 @@ int gmp__thread_create(pthread_t *t, size_t stack_size, void *(*fn)(void *),
 	sigset_t all, old;
 	int err;
 
+	if (gmp__fault_hit(GMP__FAULT_THREAD_EAGAIN))
+		return -EAGAIN;
 	if ((err = pthread_attr_init(&attr)) != 0)
 		return -err;
 	if (stack_size)

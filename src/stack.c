@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "internal.h"
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -119,6 +120,10 @@ int gmp__stack_alloc(gmp__stack *s)
 	size_t ps = gmp__pagesize();
 	int saved = errno, err = 0;
 
+	/* A failure injected here stands for the kernel refusing the
+	 * stack's memory (a region mmap or its guard). */
+	if (gmp__fault_hit(GMP__FAULT_STACK_ENOMEM))
+		return -ENOMEM;
 	gmp__lock(&stk.lock);
 	if (stk.next == stk.end && (err = grow()) != 0)
 		goto out;
