@@ -59,7 +59,9 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-/* A new G struct (once per G, not per task). */
+/* A task starts on G g: with TSan, its own fiber (TSan counts fibers as
+ * threads, at most about 8,000 at once, so fibers live with tasks, not
+ * with G structs, which are many more once freed ones pile up). */
 static inline void gmp__fiber_g_create(gmp_g *g)
 {
 #if GMP__TSAN
@@ -69,6 +71,7 @@ static inline void gmp__fiber_g_create(gmp_g *g)
 #endif
 }
 
+/* The task on g ended (we are on g0's fiber now). */
 static inline void gmp__fiber_g_destroy(gmp_g *g)
 {
 #if GMP__TSAN
@@ -80,23 +83,74 @@ static inline void gmp__fiber_g_destroy(gmp_g *g)
 #endif
 }
 
-/* A G's stack is about to host a new task: forget the old task's frames. */
+/* The lowest address of the frames live at this point, with a margin for
+ * the frames of the hooks themselves. The frame address, not a local's:
+ * with detect_stack_use_after_return, locals live on ASan's fake stack. */
+#define GMP__FIBER_HERE() ((uintptr_t)__builtin_frame_address(0) - 1024)
+
+/* A G's stack is about to host a new task: forget the old task's frames.
+ * Only the frames live when it died are still poisoned (frames that
+ * returned were unpoisoned on return): [asan_low, hi), or all of it for a
+ * stack never used. */
 static inline void gmp__fiber_stack_reset(gmp_g *g)
 {
 #if GMP__ASAN
-	__asan_unpoison_memory_region((void *)g->stack.lo,
-				      g->stack.hi - g->stack.lo);
+	uintptr_t lo = g->asan_low;
+	if (lo < g->stack.lo || lo >= g->stack.hi)
+		lo = g->stack.lo;
+	__asan_unpoison_memory_region((void *)lo, g->stack.hi - lo);
 	g->asan_fake_stack = NULL;
+	g->asan_low = 0;
 #else
 	(void)g;
 #endif
 }
 
-/* On a new M's thread, before its first switch. */
+/* On a new M's thread, before its first switch. With TSan, g0 gets a
+ * fiber of its own, not the thread's: g0 frames are abandoned at every
+ * switch (schedule never returns), so TSan's shadow stack for g0 only
+ * grows, and we replace g0's fiber every GMP__TSAN_G0_ROUNDS switches
+ * (fiber_to_task) before it overflows. */
+#define GMP__TSAN_G0_ROUNDS 128
+
 static inline void gmp__fiber_m_init(gmp_m *m)
 {
 #if GMP__TSAN
-	m->tsan_fiber_g0 = __tsan_get_current_fiber();
+	m->tsan_fiber_thread = __tsan_get_current_fiber();
+	m->tsan_fiber_g0 = __tsan_create_fiber(0);
+#else
+	(void)m;
+#endif
+}
+
+/* mstart has set its exit jmp_buf (on the thread's fiber, where the
+ * longjmp in mexit must find it); from here on we are g0. */
+static inline void gmp__fiber_m_enter_g0(gmp_m *m)
+{
+#if GMP__TSAN
+	__tsan_switch_to_fiber(m->tsan_fiber_g0, 0);
+#else
+	(void)m;
+#endif
+}
+
+/* The M leaves through a longjmp to mstart: TSan looks the jmp_buf up
+ * in the current fiber, so return to the thread's own first. */
+static inline void gmp__fiber_m_exit(gmp_m *m)
+{
+#if GMP__TSAN
+	__tsan_switch_to_fiber(m->tsan_fiber_thread, 0);
+#else
+	(void)m;
+#endif
+}
+
+/* Back in mstart, on the thread's fiber: g0's can go. */
+static inline void gmp__fiber_m_done(gmp_m *m)
+{
+#if GMP__TSAN
+	__tsan_destroy_fiber(m->tsan_fiber_g0);
+	m->tsan_fiber_g0 = NULL;
 #else
 	(void)m;
 #endif
@@ -105,6 +159,8 @@ static inline void gmp__fiber_m_init(gmp_m *m)
 static inline void gmp__fiber_to_g0(gmp_m *m, gmp_g *g, bool dying)
 {
 #if GMP__ASAN
+	if (dying)
+		g->asan_low = GMP__FIBER_HERE();
 	__sanitizer_start_switch_fiber(dying ? NULL : &g->asan_fake_stack,
 				       (const void *)m->g0_lo,
 				       m->g0_hi - m->g0_lo);
@@ -121,9 +177,14 @@ static inline void gmp__fiber_on_g0(gmp_m *m)
 {
 #if GMP__ASAN
 	__sanitizer_finish_switch_fiber(m->asan_fake_stack_g0, NULL, NULL);
-	/* The g0 frames of earlier rounds were abandoned, not returned
-	 * from; their redzones are still poisoned below g0sp. */
-	__asan_unpoison_memory_region((void *)m->g0_lo, m->g0sp - m->g0_lo);
+	/* The g0 frames of the last round were abandoned, not returned
+	 * from; their redzones are still poisoned, from where that round
+	 * left g0 (fiber_to_task) up to g0sp. */
+	uintptr_t lo = m->asan_g0_low;
+	if (lo < m->g0_lo || lo >= m->g0sp)
+		lo = m->g0_lo;
+	if (lo < m->g0sp)
+		__asan_unpoison_memory_region((void *)lo, m->g0sp - lo);
 #else
 	(void)m;
 #endif
@@ -132,12 +193,19 @@ static inline void gmp__fiber_on_g0(gmp_m *m)
 static inline void gmp__fiber_to_task(gmp_m *m, gmp_g *g)
 {
 #if GMP__ASAN
+	m->asan_g0_low = GMP__FIBER_HERE();
 	__sanitizer_start_switch_fiber(&m->asan_fake_stack_g0,
 				       (const void *)g->stack.lo,
 				       g->stack.hi - g->stack.lo);
 #endif
 #if GMP__TSAN
 	__tsan_switch_to_fiber(g->tsan_fiber, 0);
+	if (++m->tsan_g0_rounds >= GMP__TSAN_G0_ROUNDS) {
+		/* g0's fiber is not current now: replace it (see m_init). */
+		__tsan_destroy_fiber(m->tsan_fiber_g0);
+		m->tsan_fiber_g0 = __tsan_create_fiber(0);
+		m->tsan_g0_rounds = 0;
+	}
 #endif
 	(void)m;
 	(void)g;

@@ -84,8 +84,7 @@ gmp_g *gmp__malg(void)
 		gmp__free(g);
 		return NULL;
 	}
-	gmp__fiber_g_create(g);
-	g->status = GMP__G_IDLE;
+	gmp__store32_rlx(&g->status, GMP__G_IDLE); /* racy readers: sysmon */
 	gmp__casgstatus(g, GMP__G_IDLE, GMP__G_DEAD);
 	gmp__lock(&gmp__allg_lock);
 	g->allglink = gmp__allg;
@@ -121,7 +120,7 @@ void gmp__gfput(gmp_p *p, gmp_g *g)
 	}
 	gmp__lock(&gmp__sched.gfree.lock);
 	tail->schedlink = gmp__sched.gfree.list;
-	gmp__sched.gfree.list = head;
+	gmp__storep_rlx(&gmp__sched.gfree.list, head); /* racy peek: gfget */
 	gmp__sched.gfree.n += n;
 	gmp__unlock(&gmp__sched.gfree.lock);
 }
@@ -134,7 +133,7 @@ gmp_g *gmp__gfget(gmp_p *p)
 		gmp__lock(&gmp__sched.gfree.lock);
 		gmp_g *g = gmp__sched.gfree.list;
 		if (g) {
-			gmp__sched.gfree.list = g->schedlink;
+			gmp__storep_rlx(&gmp__sched.gfree.list, g->schedlink);
 			gmp__sched.gfree.n--;
 		}
 		gmp__unlock(&gmp__sched.gfree.lock);
@@ -144,7 +143,7 @@ gmp_g *gmp__gfget(gmp_p *p)
 		gmp__lock(&gmp__sched.gfree.lock);
 		while (p->ngfree < GFREE_BATCH && gmp__sched.gfree.list) {
 			gmp_g *g = gmp__sched.gfree.list;
-			gmp__sched.gfree.list = g->schedlink;
+			gmp__storep_rlx(&gmp__sched.gfree.list, g->schedlink);
 			gmp__sched.gfree.n--;
 			g->schedlink = p->gfree;
 			p->gfree = g;
@@ -169,7 +168,7 @@ void gmp__gfpurge(gmp_p *p)
 		p->gfree = g->schedlink;
 		gmp__lock(&gmp__sched.gfree.lock);
 		g->schedlink = gmp__sched.gfree.list;
-		gmp__sched.gfree.list = g;
+		gmp__storep_rlx(&gmp__sched.gfree.list, g);
 		gmp__sched.gfree.n++;
 		gmp__unlock(&gmp__sched.gfree.lock);
 	}

@@ -117,7 +117,8 @@ struct gmp_g {
 	gmp_fn fn;              /* entry function and its argument; owner */
 	void *arg;
 	gmp_g *schedlink;       /* next in a run queue or free list; queue owner */
-	gmp_m *m;               /* the M running it; NULL when not running; owner */
+	gmp_m *volatile m;      /* the M running it; NULL when not running;
+				   owner writes, sysmon reads racily */
 	gmp_m *lastm;           /* racy: the M it ran on last (for dumps) */
 	gmp_m *lockedm;         /* M this G is locked to (LockOSThread); owner */
 	volatile bool preempt;  /* atomic: sysmon asks it to yield */
@@ -129,6 +130,7 @@ struct gmp_g {
 	gmp_g *allglink;        /* all-G list, under gmp__allg_lock */
 	/* Sanitizer and Valgrind state for this G's stack (src/fiber.h). */
 	void *asan_fake_stack;
+	uintptr_t asan_low;     /* lowest live frame when the task died */
 	void *tsan_fiber;
 };
 
@@ -143,15 +145,16 @@ struct gmp_g {
  */
 struct gmp_m {
 	int64_t id;
-	gmp_g *curg;             /* G running now; owner (racy for dumps) */
-	gmp_p *p;                /* P held; owner (sysmon may clear it while
+	gmp_g *volatile curg;    /* G running now; owner writes (relaxed
+				    atomic), sysmon and dumps read racily */
+	gmp_p *volatile p;       /* P held; owner (sysmon may clear it while
 				    curg is SYSCALL|SCAN, see syscall.c) */
 	gmp_p *nextp;            /* P handed over by startm; set before the
 				    notewakeup that releases the M */
 	gmp_p *oldp;             /* P held when the syscall began; owner */
 	uint32_t syscalltick;    /* p->syscalltick at entersyscall; owner */
-	bool spinning;           /* owner; counted in sched.nmspinning */
-	bool idle;               /* on sched.midle; sched.lock */
+	volatile bool spinning;  /* owner; counted in sched.nmspinning */
+	volatile bool idle;      /* on sched.midle; sched.lock */
 	bool exiting;            /* set with park woken: leave the thread */
 	gmp__note park;          /* where the idle M sleeps */
 	gmp_m *schedlink;        /* idle list (sched.midle); sched.lock */
@@ -159,7 +162,7 @@ struct gmp_m {
 	gmp_m *freelink;         /* sched.freem; sched.lock */
 
 	/* LockOSThread (src/syscall.c): G locked to this M and nest counts. */
-	gmp_g *lockedg;
+	gmp_g *volatile lockedg;
 	uint32_t locked_ext, locked_int;
 
 	/* gmp_park's arguments, consumed by park_m on g0. */
@@ -181,7 +184,9 @@ struct gmp_m {
 	jmp_buf *exitjmp;        /* mstart's exit point; owner */
 
 	void *asan_fake_stack_g0;
-	void *tsan_fiber_g0;
+	uintptr_t asan_g0_low;   /* lowest live g0 frame when it left g0 */
+	void *tsan_fiber_g0, *tsan_fiber_thread;
+	uint32_t tsan_g0_rounds;
 };
 
 /* ------------------------------------------------------------------------
@@ -209,7 +214,7 @@ struct gmp_p {
 	volatile uint32_t status; /* atomic store under sched.lock or by the
 				     holder; racy loads by sysmon/stealers */
 	gmp_p *link;              /* sched.pidle; sched.lock */
-	gmp_m *m;                 /* holder; racy reads by sysmon */
+	gmp_m *volatile m;        /* holder; racy reads by sysmon */
 	volatile uint32_t schedtick;   /* owner writes, sysmon reads (racy) */
 	volatile uint32_t syscalltick; /* owner writes, sysmon reads (racy) */
 	volatile bool preempt;    /* sysmon: the slice expired, skip runnext */
@@ -329,7 +334,7 @@ typedef struct gmp__sched {
 
 	struct {
 		gmp__mutex lock;
-		gmp_g *list;
+		gmp_g *volatile list;  /* written under lock; peeked racily */
 		int64_t n;
 	} gfree;                  /* dead Gs with stacks */
 

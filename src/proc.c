@@ -24,8 +24,8 @@ static inline gmp_m *task_m(void)
 
 static inline void dropg(gmp_m *m)
 {
-	m->curg->m = NULL;
-	m->curg = NULL;
+	gmp__storep_rlx(&m->curg->m, NULL); /* racy readers: sysmon */
+	gmp__storep_rlx(&m->curg, NULL);
 }
 
 /* The first frame of every task (after the trampoline). */
@@ -46,6 +46,7 @@ static gmp_g *newproc1(gmp_p *p, gmp_fn fn, void *arg)
 	if (!g && !(g = gmp__malg()))
 		return NULL;
 	gmp__fiber_stack_reset(g);
+	gmp__fiber_g_create(g);
 	gmp__ctx_make(&g->sched, (void *)g->stack.lo, g->stack.hi - g->stack.lo,
 		      task_main, g);
 	g->fn = fn;
@@ -231,10 +232,11 @@ static void goexit0(gmp_g *g)
 {
 	gmp_m *m = g->m;
 	gmp__fiber_on_g0(m);
+	gmp__fiber_g_destroy(g);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_DEAD);
 	bool locked = g->lockedm != NULL;
 	g->lockedm = NULL;
-	m->lockedg = NULL;
+	gmp__storep_rlx(&m->lockedg, NULL);
 	m->locked_ext = m->locked_int = 0;
 	g->fn = NULL;
 	g->arg = NULL;

@@ -146,7 +146,7 @@ void gmp__pidleput(gmp_p *p)
 {
 	if (!gmp__runq_empty(p))
 		gmp__throw("pidleput: P %d has runnable tasks", p->id);
-	p->m = NULL;
+	gmp__storep_rlx(&p->m, NULL);
 	if ((uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
 		gmp__store32_rel(&p->status, GMP__P_DEAD);
 		return;
@@ -189,8 +189,8 @@ void gmp__acquirep(gmp_m *m, gmp_p *p)
 			   "held by M %lld)",
 			   (long long)m->id, p->id, p->status,
 			   p->m ? (long long)p->m->id : -1LL);
-	m->p = p;
-	gmp__storep_rlx(&p->m, m);
+	gmp__storep_rlx(&m->p, p); /* racy readers: sysmon */
+	gmp__storep_rel(&p->m, m); /* sysmon: p->m (acquire) then m->curg */
 	/* release: sysmon and stealers read status racily */
 	gmp__store32_rel(&p->status, GMP__P_RUNNING);
 }
@@ -201,7 +201,7 @@ gmp_p *gmp__releasep(gmp_m *m)
 	if (!p || p->m != m || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
 		gmp__throw("releasep: M %lld does not hold a running P",
 			   (long long)m->id);
-	m->p = NULL;
+	gmp__storep_rlx(&m->p, NULL);
 	gmp__storep_rlx(&p->m, NULL);
 	gmp__store32_rel(&p->status, GMP__P_IDLE);
 	return p;
@@ -214,7 +214,7 @@ static void mput(gmp_m *m)
 {
 	m->schedlink = gmp__sched.midle;
 	gmp__sched.midle = m;
-	m->idle = true;
+	gmp__storeb_rlx(&m->idle, true); /* racy readers: dumps */
 	gmp__store32_rlx(&gmp__sched.nmidle,
 			 gmp__sched.nmidle + 1);
 }
@@ -225,7 +225,7 @@ gmp_m *gmp__mget(void)
 	if (m) {
 		gmp__sched.midle = m->schedlink;
 		m->schedlink = NULL;
-		m->idle = false;
+		gmp__storeb_rlx(&m->idle, false);
 		gmp__store32_rlx(&gmp__sched.nmidle,
 				 gmp__sched.nmidle - 1);
 	}
@@ -320,7 +320,7 @@ void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning)
 	gmp_m *m = allocm();
 	m->mstartfn = fn;
 	m->nextp = p;
-	m->spinning = spinning;
+	gmp__storeb_rlx(&m->spinning, spinning);
 	gmp__add32_rlx(&gmp__sched.nthreads, 1);
 	gmp__newm_start(m);
 }
@@ -332,6 +332,7 @@ static void mexit(gmp_m *m) __attribute__((noreturn));
 static __attribute__((noinline)) void mstart1(gmp_m *m)
 {
 	m->g0sp = ((uintptr_t)__builtin_frame_address(0) - 256) & ~(uintptr_t)15;
+	gmp__fiber_m_enter_g0(m);
 	if (m->mstartfn)
 		m->mstartfn(m);
 	if (m->nextp) {
@@ -348,7 +349,7 @@ static void *mstart(void *arg)
 {
 	gmp_m *m = arg;
 	gmp__setm(m);
-	m->tid = gmp__gettid();
+	gmp__store32_rlx((volatile uint32_t *)&m->tid, (uint32_t)gmp__gettid());
 	pthread_attr_t attr;
 	void *lo = NULL;
 	size_t size = 0;
@@ -358,7 +359,10 @@ static void *mstart(void *arg)
 	}
 	m->g0_lo = (uintptr_t)lo;
 	m->g0_hi = (uintptr_t)lo + size;
+	/* Under mexit_lock: sysmon's preemptone reads it there. */
+	gmp__lock(&gmp__sched.mexit_lock);
 	m->preemptp = gmp__tls_preempt_flag();
+	gmp__unlock(&gmp__sched.mexit_lock);
 	m->errnop = &errno; /* on this thread: its own errno, for good */
 	gmp__fiber_m_init(m);
 	/* Set up: now take the process's signal mask (minit). */
@@ -368,6 +372,7 @@ static void *mstart(void *arg)
 	if (setjmp(exitjmp) == 0)
 		mstart1(m);
 	/* mexit jumped here: this thread is done. */
+	gmp__fiber_m_done(m);
 	gmp__setm(NULL);
 	return NULL;
 }
@@ -389,6 +394,7 @@ static void mexit(gmp_m *m)
 	gmp__sched.freem = m;
 	gmp__add32_rlx(&gmp__sched.nthreads, -1);
 	gmp__unlock(&gmp__sched.lock);
+	gmp__fiber_m_exit(m);
 	longjmp(*m->exitjmp, 1);
 }
 
@@ -414,7 +420,7 @@ static bool idle_expire(gmp_m *m)
 			*mp = m->schedlink;
 			break;
 		}
-	m->idle = false;
+	gmp__storeb_rlx(&m->idle, false);
 	gmp__store32_rlx(&gmp__sched.nmidle,
 			 gmp__sched.nmidle - 1);
 	gmp__unlock(&gmp__sched.lock);
@@ -481,7 +487,7 @@ void gmp__startm(gmp_p *p, bool spinning, bool lockheld)
 			   (long long)nm->id);
 	if (spinning && !gmp__runq_empty(p))
 		gmp__throw("startm: P %d has runnable tasks", p->id);
-	nm->spinning = spinning;
+	gmp__storeb_rlx(&nm->spinning, spinning);
 	nm->nextp = p;
 	gmp__notewakeup(&nm->park); /* full barrier publishes nextp */
 }
@@ -512,7 +518,7 @@ void gmp__wakep(void)
 
 static void becomespinning(gmp_m *m)
 {
-	m->spinning = true;
+	gmp__storeb_rlx(&m->spinning, true);
 	gmp__add32_full(&gmp__sched.nmspinning, 1);
 	gmp__store32_rel(&gmp__sched.needspinning, 0);
 }
@@ -522,7 +528,7 @@ static void resetspinning(gmp_m *m)
 	if (!m->spinning)
 		gmp__throw("resetspinning: M %lld is not spinning",
 			   (long long)m->id);
-	m->spinning = false;
+	gmp__storeb_rlx(&m->spinning, false);
 	if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
 		gmp__throw("resetspinning: negative nmspinning");
 	/* We were (perhaps) the last spinner and found work: there may be
@@ -748,7 +754,7 @@ static void retire_p(gmp_m *m)
 		gmp__gq_push(&q, g);
 	gmp__gfpurge(p);
 	if (m->spinning) {
-		m->spinning = false;
+		gmp__storeb_rlx(&m->spinning, false);
 		gmp__add32_full(&gmp__sched.nmspinning, -1);
 	}
 	gmp__releasep(m);
@@ -875,7 +881,7 @@ top:;
 	 * visible to the re-check below. */
 	bool was_spinning = m->spinning;
 	if (m->spinning) {
-		m->spinning = false;
+		gmp__storeb_rlx(&m->spinning, false);
 		if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
 			gmp__throw("findrunnable: negative nmspinning");
 
@@ -953,8 +959,10 @@ top:;
 _Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit)
 {
 	gmp_p *p = m->p;
-	m->curg = g;
-	g->m = m;
+	/* release: sysmon reaches g through m->curg (acquire) and reads its
+	 * status; this orders g's initialisation before that. */
+	gmp__storep_rel(&m->curg, g);
+	gmp__storep_rlx(&g->m, m);
 	gmp__storep_rlx(&g->lastm, m);
 	gmp__casgstatus(g, GMP__G_RUNNABLE, GMP__G_RUNNING);
 	gmp__store32_rlx(m->preemptp, 0);

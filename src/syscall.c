@@ -97,10 +97,10 @@ bool gmp__block_on_exit_syscall(gmp_p *p, gmp_g **gp, gmp_m **mp)
 		return false;
 	/* Racy reads of type-stable structs (Ms and Gs are never freed while
 	 * the runtime runs), validated under the SCAN bit below. */
-	gmp_m *m = gmp__loadp_rlx(&p->m);
+	gmp_m *m = gmp__loadp_acq(&p->m);
 	if (!m)
 		return false;
-	gmp_g *g = gmp__loadp_rlx(&m->curg);
+	gmp_g *g = gmp__loadp_acq(&m->curg);
 	if (!g || gmp__load32_rlx(&g->status) != GMP__G_SYSCALL)
 		return false;
 	if (!gmp__cas32_acq(&g->status, GMP__G_SYSCALL,
@@ -158,8 +158,8 @@ static void exitsyscall0(gmp_g *g)
 	gmp_m *m = g->m;
 	gmp__fiber_on_g0(m);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
-	m->curg = NULL;
-	g->m = NULL;
+	gmp__storep_rlx(&m->curg, NULL);
+	gmp__storep_rlx(&g->m, NULL);
 	gmp__lock(&gmp__sched.lock);
 	gmp_p *p = gmp__pidleget();
 	bool locked = false;

@@ -46,8 +46,8 @@ void gmp__sysmon_wake_locked(void)
 static void preemptone(gmp_p *p)
 {
 	gmp__lock(&gmp__sched.mexit_lock); /* keeps the M's thread alive */
-	gmp_m *m = gmp__loadp_rlx(&p->m);
-	if (m && m->preemptp && gmp__loadp_rlx(&m->curg))
+	gmp_m *m = gmp__loadp_acq(&p->m);
+	if (m && m->preemptp && gmp__loadp_acq(&m->curg))
 		gmp__store32_rlx(m->preemptp, 1);
 	gmp__unlock(&gmp__sched.mexit_lock);
 	gmp__storeb_rlx(&p->preempt, true);

@@ -123,7 +123,7 @@ GMP_EXTERN void gmp_lock_os_thread(void)
 	m = gmp__getm(); /* starting it cannot switch, but stay exact */
 	if (++m->locked_ext == 0)
 		gmp__throw("gmp_lock_os_thread: nesting overflow");
-	m->lockedg = g;
+	gmp__storep_rlx(&m->lockedg, g); /* racy readers: dumps */
 	g->lockedm = m;
 }
 
@@ -134,7 +134,7 @@ GMP_EXTERN void gmp_unlock_os_thread(void)
 	if (!g || m->locked_ext == 0)
 		return; /* as Go's UnlockOSThread: nothing to undo */
 	if (--m->locked_ext == 0 && m->locked_int == 0) {
-		m->lockedg = NULL;
+		gmp__storep_rlx(&m->lockedg, NULL);
 		g->lockedm = NULL;
 	}
 }

@@ -8,7 +8,7 @@
 
 /* ---- every task runs exactly once --------------------------------------- */
 
-enum { MILLION = 1000000 };
+#define MILLION TU_SCALE(1000000)
 
 static atomic_uchar *ran;
 static atomic_long nran;
