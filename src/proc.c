@@ -16,10 +16,14 @@ static volatile uint64_t goidgen;
 static inline gmp_m *task_m(void)
 {
 	gmp_m *m = gmp__getm();
-	if (m && m->p &&
-	    (!m->curg || gmp__load32_rlx(&m->curg->status) == GMP__G_RUNNING))
-		return m;
-	return NULL;
+	if (!m)
+		return NULL;
+	/* Status first: while the task is in a syscall, sysmon may clear
+	 * m->p concurrently; once it is RUNNING (or on g0), m->p is ours. */
+	gmp_g *g = m->curg;
+	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
+		return NULL;
+	return m->p ? m : NULL;
 }
 
 static inline void dropg(gmp_m *m)

@@ -68,9 +68,12 @@ static void spawn_five(void *arg)
 		gmp_go(record, (void *)(uintptr_t)i);
 }
 
-static void test_sched_spawn_order_follows_runnext(void **s)
+/* One attempt; false if the order differed. On a loaded machine the OS
+ * may deschedule the spawner for over 10 ms, and then sysmon (rightly)
+ * ends its time slice, which sends runnext to the back of the queue: so
+ * the callers allow a few attempts, any one of which must be exact. */
+static bool spawn_order_once(void)
 {
-	(void)s;
 	atomic_store(&norder, 0);
 	tu_init(1);
 	gmp_go(spawn_five, NULL);
@@ -80,7 +83,18 @@ static void test_sched_spawn_order_follows_runnext(void **s)
 	int want[] = { 5, 1, 2, 3, 4 };
 	assert_int_equal(atomic_load(&norder), 5);
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(order[i], want[i]);
+		if (order[i] != want[i])
+			return false;
+	return true;
+}
+
+static void test_sched_spawn_order_follows_runnext(void **s)
+{
+	(void)s;
+	bool ok = false;
+	for (int attempt = 0; attempt < 5 && !ok; attempt++)
+		ok = spawn_order_once();
+	assert_true(ok);
 }
 
 static gmp_g *parked_g;
@@ -121,9 +135,8 @@ static void first(void *arg)
 	gmp_go(readier, NULL);
 }
 
-static void test_sched_readied_task_runs_next(void **s)
+static bool readied_once(void)
 {
-	(void)s;
 	atomic_store(&norder, 0);
 	atomic_store(&parked_flag, 0);
 	tu_init(1);
@@ -132,8 +145,16 @@ static void test_sched_readied_task_runs_next(void **s)
 	assert_int_equal(atomic_load(&norder), 4);
 	/* readier records 0 and ends; the readied parker (1) runs next,
 	 * then the two queued before it. */
-	assert_int_equal(order[0], 0);
-	assert_int_equal(order[1], 1);
+	return order[0] == 0 && order[1] == 1;
+}
+
+static void test_sched_readied_task_runs_next(void **s)
+{
+	(void)s;
+	bool ok = false;
+	for (int attempt = 0; attempt < 5 && !ok; attempt++)
+		ok = readied_once(); /* see spawn_order_once */
+	assert_true(ok);
 }
 
 /* ---- park and ready -------------------------------------------------------- */

@@ -1,0 +1,3 @@
+module gmpbench
+
+go 1.19
