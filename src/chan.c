@@ -1,0 +1,251 @@
+/* Channels (SPEC §8; the design and its invariants are in chan.h).
+ *
+ * Every operation takes the channel lock, a gmp__mutex: critical sections
+ * are a few dozen instructions and never hold it across a switch (a
+ * sleeper's lock is released by gmp__waiter_sleep once it is committed to
+ * sleeping, in park's unlock function for a task).
+ *
+ * The fast paths, in Go's order of preference:
+ *
+ *   send  a receiver is waiting: copy the value straight into its slot
+ *         and wake it (a task goes into this P's runnext, so a
+ *         communicate-and-wait pair runs back to back on one P); else
+ *         room in the buffer: append; else queue ourselves and sleep until
+ *         a receiver takes the value from our slot, or close says -EPIPE.
+ *   recv  closed and drained: -EPIPE; a sender is waiting: take its value
+ *         (unbuffered) or the buffer's head, refilling the tail from the
+ *         sender (buffered, so full); else an element is buffered: take
+ *         it; else queue ourselves and sleep until a sender fills our
+ *         slot, or close zeroes it and says -EPIPE.
+ *
+ * Wakers wake after dropping the lock, to keep the critical section short;
+ * the woken party cannot run before its waiter is marked woken, so its
+ * queue entry and slot stay valid until then.
+ *
+ * A blocking send or receive is a switch point even when it need not
+ * block (SPEC §2), so a task that keeps a buffered channel busy still
+ * yields when sysmon says its slice is over. The try_ calls never switch.
+ */
+#include <limits.h>
+#include <stdint.h>
+
+#include "chan.h"
+
+void gmp__chan_unlock_fn(void *lock)
+{
+	gmp__unlock(lock);
+}
+
+static void unlock_nothing(void *lock)
+{
+	(void)lock;
+}
+
+/* A send or receive on a NULL channel, like Go's nil channel, blocks
+ * forever: a task parks, a thread sleeps on its futex word. */
+static _Noreturn void block_forever(uint32_t reason)
+{
+	gmp__waiter w;
+	gmp__waiter_init(&w);
+	gmp__waiter_sleep(&w, unlock_nothing, NULL, reason, -1);
+	gmp__throw("a task blocked on a nil channel was woken");
+}
+
+GMP_EXTERN gmp_chan *gmp_chan_new(size_t elem_size, size_t cap)
+{
+	/* The buffer follows the struct, aligned for any element type. */
+	size_t hdr = (sizeof(gmp_chan) + 15) & ~(size_t)15;
+	if (elem_size && cap > ((size_t)PTRDIFF_MAX - hdr) / elem_size)
+		return NULL;
+	int saved = errno;
+	gmp_chan *c = gmp__calloc(1, hdr + elem_size * cap);
+	errno = saved;
+	if (!c)
+		return NULL;
+	c->elem_size = elem_size;
+	c->cap = cap;
+	c->buf = (unsigned char *)c + hdr;
+	return c;
+}
+
+static int chan_send(gmp_chan *c, const void *elem, bool block)
+{
+	if (GMP__UNLIKELY(!c)) {
+		if (!block)
+			return -EAGAIN;
+		block_forever(GMP__WAIT_CHAN_SEND);
+	}
+	/* A failing try_send without the lock: not closed, then not ready.
+	 * A channel never reopens and "ready to send" can only be ended by
+	 * a close, so the two reads describe one moment at which the send
+	 * could not proceed, whichever order they happen in. */
+	if (!block && !gmp__load32_rlx(&c->closed) &&
+	    (c->cap == 0 ? gmp__loadp_rlx(&c->recvq.first) == NULL
+			 : gmp__load64_rlx(&c->qcount) == c->cap))
+		return -EAGAIN;
+
+	gmp__lock(&c->lock);
+	if (c->closed) {
+		gmp__unlock(&c->lock);
+		return -EPIPE;
+	}
+	gmp__sudog *sg = gmp__waitq_pop(&c->recvq);
+	if (sg) {
+		gmp__chan_send_direct(c, sg, elem);
+		gmp__waiter *w = sg->w;
+		gmp__unlock(&c->lock);
+		gmp__waiter_wake(w);
+		if (block)
+			gmp_preempt_point();
+		return 0;
+	}
+	if (c->qcount < c->cap) {
+		gmp__chan_buf_put(c, elem);
+		gmp__unlock(&c->lock);
+		if (block)
+			gmp_preempt_point();
+		return 0;
+	}
+	if (!block) {
+		gmp__unlock(&c->lock);
+		return -EAGAIN;
+	}
+
+	gmp__waiter w;
+	gmp__waiter_init(&w);
+	gmp__sudog me = { .w = &w, .c = c, .elem = (void *)elem, .casei = -1 };
+	gmp__waitq_push(&c->sendq, &me);
+	gmp__waiter_sleep(&w, gmp__chan_unlock_fn, &c->lock,
+			  GMP__WAIT_CHAN_SEND, -1);
+	/* A receiver took the value (0), or close refused it (-EPIPE). */
+	return w.result;
+}
+
+static int chan_recv(gmp_chan *c, void *elem, bool block)
+{
+	if (GMP__UNLIKELY(!c)) {
+		if (!block)
+			return -EAGAIN;
+		block_forever(GMP__WAIT_CHAN_RECV);
+	}
+	/* A failing try_recv without the lock: not ready, then not closed.
+	 * Here the order matters (acquire on the first read keeps the second
+	 * after it): an empty channel can become closed-and-empty, so seeing
+	 * "open" after "empty" proves both held at the first read. */
+	if (!block &&
+	    (c->cap == 0 ? gmp__loadp_acq(&c->sendq.first) == NULL
+			 : gmp__load64_acq(&c->qcount) == 0) &&
+	    !gmp__load32_rlx(&c->closed))
+		return -EAGAIN;
+
+	gmp__lock(&c->lock);
+	if (c->closed && c->qcount == 0) {
+		gmp__unlock(&c->lock);
+		gmp__chan_copy(c, elem, NULL);
+		return -EPIPE;
+	}
+	gmp__sudog *sg = gmp__waitq_pop(&c->sendq);
+	if (sg) {
+		gmp__chan_recv_direct(c, sg, elem);
+		gmp__waiter *w = sg->w;
+		gmp__unlock(&c->lock);
+		gmp__waiter_wake(w);
+		if (block)
+			gmp_preempt_point();
+		return 0;
+	}
+	if (c->qcount > 0) {
+		gmp__chan_buf_take(c, elem);
+		gmp__unlock(&c->lock);
+		if (block)
+			gmp_preempt_point();
+		return 0;
+	}
+	if (!block) {
+		gmp__unlock(&c->lock);
+		return -EAGAIN;
+	}
+
+	gmp__waiter w;
+	gmp__waiter_init(&w);
+	gmp__sudog me = { .w = &w, .c = c, .elem = elem, .casei = -1 };
+	gmp__waitq_push(&c->recvq, &me);
+	gmp__waiter_sleep(&w, gmp__chan_unlock_fn, &c->lock,
+			  GMP__WAIT_CHAN_RECV, -1);
+	/* A sender filled *elem (0), or close zeroed it (-EPIPE). */
+	return w.result;
+}
+
+GMP_EXTERN int gmp_chan_send(gmp_chan *c, const void *elem)
+{
+	return chan_send(c, elem, true);
+}
+
+GMP_EXTERN int gmp_chan_recv(gmp_chan *c, void *elem)
+{
+	return chan_recv(c, elem, true);
+}
+
+GMP_EXTERN int gmp_chan_try_send(gmp_chan *c, const void *elem)
+{
+	return chan_send(c, elem, false);
+}
+
+GMP_EXTERN int gmp_chan_try_recv(gmp_chan *c, void *elem)
+{
+	return chan_recv(c, elem, false);
+}
+
+/* Moves every entry of q whose waiter we can own onto the list *tail,
+ * with result -EPIPE (receivers' slots zeroed). */
+static gmp__sudog **close_queue(gmp_chan *c, gmp__waitq *q, bool recv,
+				gmp__sudog **tail)
+{
+	gmp__sudog *sg;
+	while ((sg = gmp__waitq_pop(q)) != NULL) {
+		if (recv)
+			gmp__chan_copy(c, sg->elem, NULL);
+		sg->w->result = -EPIPE;
+		sg->w->aux = sg;
+		/* sg is off the queue: its link is ours until we wake it. */
+		*tail = sg;
+		tail = &sg->next;
+	}
+	return tail;
+}
+
+GMP_EXTERN void gmp_chan_close(gmp_chan *c)
+{
+	if (!c)
+		gmp__throw("close of nil channel");
+	gmp__lock(&c->lock);
+	if (c->closed) {
+		gmp__unlock(&c->lock);
+		gmp__throw("close of closed channel");
+	}
+	gmp__store32_rlx(&c->closed, 1);
+	/* Collect everyone under the lock, wake them after: each waiter
+	 * appears once (a select's other entries here fail the claim). */
+	gmp__sudog *list = NULL;
+	gmp__sudog **tail = close_queue(c, &c->recvq, true, &list);
+	close_queue(c, &c->sendq, false, tail);
+	gmp__unlock(&c->lock);
+	while (list) {
+		gmp__sudog *sg = list;
+		list = sg->next; /* before the wake: then sg is not ours */
+		gmp__waiter_wake(sg->w);
+	}
+}
+
+GMP_EXTERN void gmp_chan_free(gmp_chan *c)
+{
+	if (!c)
+		return;
+	gmp__lock(&c->lock);
+	bool recv = c->recvq.first != NULL, send = c->sendq.first != NULL;
+	gmp__unlock(&c->lock);
+	if (recv || send)
+		gmp__throw("free of a channel with %s still waiting on it",
+			   recv ? "receivers" : "senders");
+	gmp__free(c);
+}
