@@ -285,7 +285,12 @@ GMP_EXTERN void gmp_wg_add(gmp_wg *wg, int64_t delta); /* never blocks */
 GMP_EXTERN void gmp_wg_done(gmp_wg *wg);               /* add(-1) */
 GMP_EXTERN void gmp_wg_wait(gmp_wg *wg);               /* may block */
 
-/* Channels, as Go's chan T for a T of elem_size bytes, copied by value. */
+/* Channels, as Go's chan T for a T of elem_size bytes, copied by value.
+ * A NULL channel is Go's nil channel: send and receive block forever, the
+ * try_ calls return -EAGAIN, closing it aborts, freeing it does nothing.
+ * A send with elem NULL sends a zero value. A blocking send or receive
+ * (and a select with a timeout other than 0) is a switch point even when
+ * it completes at once. */
 typedef struct gmp_chan gmp_chan;
 
 /* A channel with a buffer of cap elements (cap 0: unbuffered, every send
@@ -323,7 +328,8 @@ GMP_EXTERN void gmp_chan_free(gmp_chan *c);
  * case's result set (0; -EPIPE for a receive from a closed, drained channel
  * or a send on a closed channel); -EAGAIN if timeout_ns was 0 and nothing
  * was ready; -ETIMEDOUT if the timeout expired; -EINVAL for bad arguments
- * (NULL cases with n > 0, a bad op). Channel locks are taken in address
+ * (NULL cases with n > 0, a bad op); -ENOMEM if more than 16 cases need
+ * memory that cannot be had. Channel locks are taken in address
  * order, so selects never deadlock each other. */
 typedef enum gmp_select_op {
 	GMP_SELECT_RECV = 1,

@@ -71,7 +71,11 @@ bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *), void *lock,
  * lock, before handing data over. */
 bool gmp__waiter_claim(gmp__waiter *w);
 
-/* Wakes a claimed waiter. Never switches. After this, w is not ours. */
+/* Wakes a claimed waiter. Never switches. After this, w is not ours.
+ * A waiter nobody else can claim (no deadline, and on one wait queue only,
+ * so the waker that dequeued it is its only possible waker) may be woken
+ * without gmp__waiter_claim: the state goes from PENDING to WOKEN directly.
+ * Channels use this to save an atomic per hand-off. */
 void gmp__waiter_wake(gmp__waiter *w);
 
 #endif
