@@ -479,6 +479,7 @@ void gmp__pidleput(gmp_p *p);
 gmp_m *gmp__mget(void);
 void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning);
 void gmp__ready(gmp_g *g, bool next);
+void gmp__ready_claimed(gmp_g *g, bool next);
 void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
 _Noreturn void gmp__goexit_locked(gmp_m *m);
 void gmp__globrunq_put(gmp_g *g);

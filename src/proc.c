@@ -200,16 +200,11 @@ GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 	gmp__park(unlockf, lock, GMP__WAIT_PARK);
 }
 
-void gmp__ready(gmp_g *g, bool next)
+/* Queues a G that just became runnable: into the caller's P (runnext when
+ * `next`), or the global queue from a thread without one; then wakes a P
+ * if one idles. */
+static inline void ready_queue(gmp_g *g, bool next)
 {
-	if (!g)
-		gmp__throw("gmp_ready of a NULL task");
-	/* The CAS also catches two wakers racing for the same task. */
-	uint32_t seen = gmp__fcas32_full(&g->status, GMP__G_WAITING,
-					 GMP__G_RUNNABLE);
-	if (seen != GMP__G_WAITING)
-		gmp__throw("gmp_ready: task %lld is %s, not waiting",
-			   (long long)g->id, gmp__gstatus_name(seen));
 	gmp_m *m = task_m();
 	if (m) {
 		gmp__runq_put(m->p, g, next);
@@ -223,6 +218,32 @@ void gmp__ready(gmp_g *g, bool next)
 		gmp__unlock(&gmp__sched.lock);
 	}
 	gmp__wakep();
+}
+
+void gmp__ready(gmp_g *g, bool next)
+{
+	if (!g)
+		gmp__throw("gmp_ready of a NULL task");
+	/* The CAS also catches two wakers racing for the same task. */
+	uint32_t seen = gmp__fcas32_full(&g->status, GMP__G_WAITING,
+					 GMP__G_RUNNABLE);
+	if (seen != GMP__G_WAITING)
+		gmp__throw("gmp_ready: task %lld is %s, not waiting",
+			   (long long)g->id, gmp__gstatus_name(seen));
+	ready_queue(g, next);
+}
+
+/* gmp__ready for a waker that owns the wakeup exclusively (it claimed a
+ * waiter, so no second waker can exist): the status needs no CAS, one
+ * atomic fewer per hand-off. */
+void gmp__ready_claimed(gmp_g *g, bool next)
+{
+	uint32_t cur = gmp__load32_rlx(&g->status);
+	if (GMP__UNLIKELY(cur != GMP__G_WAITING))
+		gmp__gstatus_bad(g, cur, GMP__G_WAITING, GMP__G_RUNNABLE);
+	gmp__store32_rel(&g->status, GMP__G_RUNNABLE); /* publishes to the
+							  M that runs g */
+	ready_queue(g, next);
 }
 
 GMP_EXTERN void gmp_ready(gmp_g *g)

@@ -52,7 +52,7 @@ void gmp__waiter_wake(gmp__waiter *w)
 		 * store and the ready does not matter to it; release still
 		 * orders the hand-off before the state for the sleeper. */
 		gmp__store32_rel(&w->state, GMP__WAIT_WOKEN);
-		gmp__ready(g, true);
+		gmp__ready_claimed(g, true); /* we are its only waker */
 		return;
 	}
 	/* A thread: after the store it may return and free w, so take the
@@ -68,7 +68,7 @@ static void waiter_timeout(gmp__timer *t)
 {
 	gmp__waiter *w = t->arg;
 	if (gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT))
-		gmp__ready(w->g, false);
+		gmp__ready_claimed(w->g, false);
 }
 
 struct park_args {
