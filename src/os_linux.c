@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,13 @@ int64_t gmp__nanotime(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void gmp__os_timerslack_min(void)
+{
+	int saved = errno;
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	errno = saved;
 }
 
 void gmp__osyield(void)

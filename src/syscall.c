@@ -206,6 +206,12 @@ GMP_EXTERN void gmp_exit_syscall(void)
 		gmp__acquirep(m, p);
 		gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
 		gmp__errno_set(e);
+		/* Retaken because the slice had expired? Then this switch
+		 * point ends it (Go keeps its preemption request armed
+		 * across exitsyscall); else sysmon would take the P again at
+		 * every look while the task's slice never ends. */
+		if (GMP__UNLIKELY(gmp__load32_rlx(m->preemptp) != 0))
+			gmp__preempt_slow(); /* carries errno across */
 		return;
 	}
 	gmp__errno_set(e); /* gmp__mcall carries it to wherever we resume */

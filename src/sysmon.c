@@ -69,12 +69,16 @@ static uint32_t retake(int64_t now)
 		/* The same schedtick for 10 ms: one slice (a task, plus any
 		 * runnext heirs) has run too long. */
 		uint32_t t = gmp__load32_rlx(&p->schedtick);
-		if (pd->schedtick != t) {
+		if (pd->schedtick != t || pd->schedwhen == 0) {
+			/* a new slice (or a P never looked at: its zeroed
+			 * record must not read as a slice begun long ago) */
 			pd->schedtick = t;
 			pd->schedwhen = now;
 		} else if (pd->schedwhen + FORCE_PREEMPT_NS <= now) {
 			preemptone(p);
-			/* A task in a syscall cannot answer: take its P. */
+			/* A task in a syscall cannot answer: take its P. The
+			 * task honours the request when it leaves the call
+			 * (gmp_exit_syscall), which ends the slice. */
 			sysretake = true;
 		}
 
@@ -85,7 +89,7 @@ static uint32_t retake(int64_t now)
 		/* First sight of this syscall: note it and wait one period
 		 * (at least 20 µs). */
 		uint32_t st = gmp__load32_rlx(&p->syscalltick);
-		if (!sysretake && pd->syscalltick != st) {
+		if (!sysretake && (pd->syscalltick != st || pd->syscallwhen == 0)) {
 			pd->syscalltick = st;
 			pd->syscallwhen = now;
 			gmp__syscall_resume(g);
@@ -144,6 +148,10 @@ static void *sysmon_main(void *arg)
 {
 	(void)arg;
 	gmp__sigmask_restore();
+	/* sysmon's 20 µs sleeps must last 20 µs: the kernel's default 50 µs
+	 * timer slack would stretch them fourfold, and with them how long a
+	 * blocked syscall holds its P. */
+	gmp__os_timerslack_min();
 	int64_t start = gmp__nanotime(), lasttrace = 0;
 	int64_t trace_ns = (int64_t)gmp__cfg.schedtrace_ms * 1000000;
 	uint32_t idle = 0;

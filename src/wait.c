@@ -84,19 +84,21 @@ struct park_args {
 static bool park_unlock(gmp_g *g, void *arg)
 {
 	(void)g;
-	struct park_args *a = arg;
-	if (a->deadline >= 0) {
-		a->w->timer.fn = waiter_timeout;
-		a->w->timer.arg = a->w;
-		if (gmp__timer_start(&a->w->timer, a->deadline) != 0 &&
-		    gmp__cas32_acq(&a->w->state, GMP__WAIT_PENDING,
+	/* Copy everything first: once the timer is armed it may fire on
+	 * another M and let the task run on, reusing *arg's stack frame. */
+	struct park_args a = *(struct park_args *)arg;
+	if (a.deadline >= 0) {
+		a.w->timer.fn = waiter_timeout;
+		a.w->timer.arg = a.w;
+		if (gmp__timer_start(&a.w->timer, a.deadline) != 0 &&
+		    gmp__cas32_acq(&a.w->state, GMP__WAIT_PENDING,
 				   GMP__WAIT_TIMEDOUT)) {
 			/* No memory for the timer: time out at once. */
-			a->unlock(a->lock);
+			a.unlock(a.lock);
 			return false;
 		}
 	}
-	a->unlock(a->lock);
+	a.unlock(a.lock);
 	return true;
 }
 
