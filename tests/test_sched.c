@@ -264,6 +264,7 @@ static void test_sched_ready_from_task(void **s)
 /* ---- foreign spawns ---------------------------------------------------------- */
 
 static atomic_long foreign_ran;
+#define FOREIGN_SPAWNS TU_SCALE(10000)
 
 static void foreign_task(void *arg)
 {
@@ -274,7 +275,7 @@ static void foreign_task(void *arg)
 static void *foreign_spawner(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < 10000; i++)
+	for (int i = 0; i < FOREIGN_SPAWNS; i++)
 		T_ASSERT(gmp_go(foreign_task, NULL) > 0);
 	return NULL;
 }
@@ -290,7 +291,7 @@ static void test_sched_go_from_foreign_threads(void **s)
 	for (int i = 0; i < 8; i++)
 		pthread_join(t[i], NULL);
 	gmp_shutdown();
-	assert_int_equal(atomic_load(&foreign_ran), 80000);
+	assert_int_equal(atomic_load(&foreign_ran), 8 * FOREIGN_SPAWNS);
 }
 
 /* ---- work spreads ----------------------------------------------------------- */
