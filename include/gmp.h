@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -51,7 +52,9 @@ extern "C" {
 
 typedef struct gmp_config {
 	int maxprocs;      /* number of Ps; 0: $GMP_MAXPROCS, else the CPUs
-			      this process may use                          */
+			      this process may use: the smaller of its
+			      affinity mask and its cgroup CPU quota
+			      (rounded up), followed as they change         */
 	int max_threads;   /* cap on threads (Ms); 0: $GMP_MAX_THREADS, else
 			      10000                                         */
 	size_t stack_size; /* task stack bytes; 0: $GMP_STACK_SIZE, else
@@ -60,10 +63,29 @@ typedef struct gmp_config {
 
 /* Starts the runtime: allocates the Ps and starts sysmon; threads are made
  * on demand. cfg may be NULL (defaults and environment). Returns 0, or
- * -EINVAL for a bad value (negative counts, a stack_size under 16 KiB, an
- * unparsable GMP_* variable) and then starts nothing; -ENOMEM or -EAGAIN if
- * resources ran out. A valid call while running returns 0 and changes
- * nothing. Call from any thread that is not running a task. */
+ * -EINVAL for a bad value (negative counts, a stack_size under 16 KiB or
+ * over SIZE_MAX/2, an unparsable GMP_* variable) and then starts nothing;
+ * -ENOMEM or -EAGAIN if resources ran out. A valid call while running
+ * returns 0 and changes nothing (from a task too, where the runtime is
+ * always running). Call from any thread that is not running a task.
+ *
+ * Stack overflow: while it runs, the runtime handles SIGSEGV and SIGBUS. A
+ * task that runs into the guard page below its stack is reported as
+ * "gmp: stack overflow in task <id> (stack <lo>-<hi>)" and the program
+ * aborts; any other fault goes to the handler that was installed before
+ * gmp_init (or kills the program as it would have). gmp_shutdown puts that
+ * handler back, unless the program has installed its own since.
+ *
+ * fork(): the child has one thread and the runtime is off there, whatever
+ * the parent was doing; the parent's tasks never run in the child (their
+ * memory is not freed there). gmp_init, or anything that starts the
+ * runtime, starts a fresh one. If a task called fork(), the child goes on
+ * as a plain thread (gmp_self() is 0), whose task function must not return
+ * (that aborts): it ends with exec or _exit (having run what else it has
+ * to do in a fresh runtime, with gmp_main say, if it likes). Mutexes,
+ * wait groups and channels the parent's tasks were using must not be used
+ * in the child. exec is always safe: the runtime's descriptors are
+ * close-on-exec. */
 GMP_EXTERN int gmp_init(const gmp_config *cfg);
 
 /* Waits until every task has finished (a task parked forever keeps it
@@ -116,6 +138,21 @@ GMP_EXTERN gmp_g *gmp_current(void);
  * loops that have no other switch point, to keep scheduling fair. */
 GMP_EXTERN void gmp_preempt_point(void);
 
+/* The check itself is inlined at the call site (a macro, so that
+ * &gmp_preempt_point still names the function above): one relaxed load of
+ * a thread-local flag that sysmon sets. The two names below serve only
+ * this inline path; they are not for direct use. */
+GMP_EXTERN extern __thread uint32_t gmp_preempt_pending_;
+GMP_EXTERN void gmp_preempt_point_slow_(void);
+
+static inline void gmp_preempt_point_inline_(void)
+{
+	if (__builtin_expect(__atomic_load_n(&gmp_preempt_pending_,
+					     __ATOMIC_RELAXED) != 0, 0))
+		gmp_preempt_point_slow_();
+}
+#define gmp_preempt_point() gmp_preempt_point_inline_()
+
 /* Task-local storage, like pthread keys. A new task reads NULL for every
  * key. When a task ends, each non-NULL value's destructor (if any) runs
  * once, on that task. Keys are never deleted; at most GMP_KEYS_MAX exist. */
@@ -150,7 +187,8 @@ GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock);
 /* Makes a waiting task runnable. From a task (or an unlock function) it goes
  * into the current P's runnext and inherits the time slice; from any other
  * thread it goes to the global queue and wakes an idle P. Never switches.
- * Readying a task that is not waiting aborts. */
+ * Readying a task that is not waiting aborts, as does readying one after
+ * gmp_shutdown. A gmp_g pointer is valid until its task ends. */
 GMP_EXTERN void gmp_ready(gmp_g *g);
 
 /* ------------------------------------------------------------------------
@@ -221,7 +259,12 @@ GMP_EXTERN int gmp_set_max_threads(int n);
  * asks. Takes effect at once for growth; when shrinking, each P beyond n
  * stops at its next switch point and its queued tasks move to the global
  * queue. Starts the runtime with defaults if it is not running. Any
- * thread; never switches. Values above 1024 are clamped. */
+ * thread; never switches. Values above 1024 are clamped.
+ *
+ * By default the number of Ps follows the CPUs the process may use (its
+ * affinity mask and cgroup CPU quota, re-read about once a second); a
+ * number set here, in gmp_config.maxprocs or in $GMP_MAXPROCS stays until
+ * gmp_shutdown. */
 GMP_EXTERN int gmp_set_maxprocs(int n);
 
 /* ------------------------------------------------------------------------
@@ -245,6 +288,28 @@ typedef struct gmp_stats {
  * so they need not add up exactly). Returns 0, or -EINVAL for NULL. When
  * the runtime is not running every field is 0. Any thread; never switches. */
 GMP_EXTERN int gmp_stats_read(gmp_stats *out);
+
+/* Writes one line per live task to f, as Go prints its goroutines on
+ * SIGQUIT (without stacks; the gdb extension shows those):
+ *
+ *     task 7 [waiting, chan receive]: entry=0x55d0c3a1b2c0 lastm=2
+ *     task 9 [running]: entry=0x55d0c3a1b3f0 m=3
+ *
+ * id, state (runnable, running, syscall, waiting), the wait reason of a
+ * waiting task, the address of its entry function, and the thread (M) it
+ * runs on or last ran on. Tasks are read without stopping them, so the
+ * list is a snapshot that may be slightly stale. Returns the number of
+ * tasks written (0 when the runtime is not running), -EINVAL if f is
+ * NULL, -EIO if writing failed. Any thread, a task included; never
+ * switches; not from a signal handler (see GMP_DEBUG=sigquit=1 below).
+ *
+ * Environment: with GMP_DEBUG=schedtrace=MS,scheddetail=1, each trace line
+ * is followed by one line per P, per M and per live task. With
+ * GMP_DEBUG=sigquit=1, gmp_init installs a SIGQUIT handler that writes
+ * "SIGQUIT: quit" and this list to stderr with async-signal-safe calls
+ * only, then exits the process with status 2 (as a Go program does);
+ * gmp_shutdown puts back the handler that was there before. */
+GMP_EXTERN int gmp_dump(FILE *f);
 
 /* ------------------------------------------------------------------------
  * 8. Synchronisation, time and I/O
@@ -377,7 +442,15 @@ GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns);
  * calls with -EBADF. Returns 0 or -errno. */
 GMP_EXTERN int gmp_close(int fd);
 
-/* The library's version as "MAJOR.MINOR.PATCH". */
+/* The library's version as "MAJOR.MINOR.PATCH", a static string. Compare
+ * it with the GMP_VERSION_* macros to find a program built against one
+ * header but running with another libgmp. Any thread, before gmp_init
+ * too; never switches.
+ *
+ * GNU MP's gmp.h defines gmp_version as a macro (for its variable
+ * __gmp_version), so one source file cannot include both headers; the
+ * libraries themselves export no common symbol and link into one
+ * program. */
 GMP_EXTERN const char *gmp_version(void);
 
 #ifdef __cplusplus

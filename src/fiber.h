@@ -222,22 +222,27 @@ static inline void gmp__fiber_on_task(gmp_g *g)
 
 /* On a task: save it and run fn(g) on the M's g0 stack. Returns when the
  * task is resumed, possibly on another thread: `m` is stale afterwards.
- * Inline, so that the resumed task has one return fewer to mispredict
- * (its return-stack predictions were overwritten on the other stacks).
  *
- * errno travels with the task (SPEC §4): saved from this thread's errno
- * and restored into the errno of the thread that resumes us, which is
- * g->m's (execute sets g->m before it jumps here). Going through the Ms'
- * errnop, not `errno`, keeps a compiler from reusing the old thread's
- * errno address after the switch. */
+ * Without sanitizers nothing follows the switch, so callers that end with
+ * gmp__mcall compile it as a tail call: the saved resume address is then
+ * the caller's own return address, and the resumed task continues in its
+ * caller directly, without a return whose prediction the other stacks
+ * spoiled.
+ *
+ * errno travels with the task (SPEC §4): saved here from this thread's
+ * errno, and put into the errno of the thread that resumes the task by
+ * execute() (on that thread, just before the jump). Both go through the
+ * Ms' errnop, not `errno`, so no compiler can reuse the old thread's errno
+ * address after the switch. */
 static inline __attribute__((always_inline)) void
 gmp__mcall(gmp_m *m, gmp_g *g, void (*fn)(gmp_g *))
 {
 	g->saved_errno = *m->errnop;
 	gmp__fiber_to_g0(m, g, false);
 	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)fn, g);
+#if GMP__ASAN
 	gmp__fiber_on_task(g);
-	*gmp__loadp_rlx(&g->m)->errnop = g->saved_errno;
+#endif
 }
 
 #endif

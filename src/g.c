@@ -74,16 +74,17 @@ void gmp__casgstatus_cas(gmp_g *g, uint32_t from, uint32_t to)
 /* ---- allocation and free lists ----------------------------------------- */
 
 /* A new G with a stack, in state DEAD, on the all-G list. NULL if memory
- * or address space ran out. */
+ * or address space ran out. The G's memory comes with its stack, from the
+ * stack's region (stack.c), and stays mapped, as Gs must, until
+ * shutdown. */
 gmp_g *gmp__malg(void)
 {
-	gmp_g *g = gmp__calloc(1, sizeof *g);
-	if (!g)
+	gmp__stack st;
+	void *mem;
+	if (gmp__stack_alloc(&st, &mem) != 0)
 		return NULL;
-	if (gmp__stack_alloc(&g->stack) != 0) {
-		gmp__free(g);
-		return NULL;
-	}
+	gmp_g *g = memset(mem, 0, sizeof *g); /* as calloc would */
+	g->stack = st;
 	gmp__store32_rlx(&g->status, GMP__G_IDLE); /* racy readers: sysmon */
 	gmp__casgstatus(g, GMP__G_IDLE, GMP__G_DEAD);
 	gmp__lock(&gmp__allg_lock);
@@ -175,8 +176,8 @@ void gmp__gfpurge(gmp_p *p)
 	p->ngfree = 0;
 }
 
-/* Shutdown: frees every G and (through stack.c) every stack. Only when no
- * runtime thread is left. */
+/* Shutdown: lets go of every G; gmp__stack_release_all then unmaps them
+ * with their stacks. Only when no runtime thread is left. */
 void gmp__gfree_all(void)
 {
 	gmp_g *g = gmp__allg;
@@ -185,7 +186,7 @@ void gmp__gfree_all(void)
 		gmp__fiber_g_destroy(g);
 		gmp__stack_forget(&g->stack);
 		gmp__free(g->keys);
-		gmp__free(g);
+		/* The G itself goes with its stack's region. */
 		g = next;
 	}
 	gmp__allg = NULL;

@@ -101,7 +101,8 @@ const char *gmp__gstatus_name(uint32_t status);
 const char *gmp__waitreason_name(uint32_t reason);
 
 /* A task's stack: usable bytes [lo, hi); the guard page (if any) sits just
- * below lo. Owned by its G for the G's whole life (dead Gs keep theirs). */
+ * below lo. Owned by its G for the G's whole life (dead Gs keep theirs);
+ * the G's own memory comes with it (stack.c). */
 typedef struct gmp__stack {
 	uintptr_t lo, hi;
 	bool guarded;
@@ -318,6 +319,9 @@ typedef struct gmp__sched {
 	int32_t nmfreed;          /* Ms that exited; sched.lock */
 	int32_t maxmcount;        /* thread cap; sched.lock */
 	int32_t nmsys;            /* system threads (sysmon, template); sched.lock */
+	volatile uint32_t mcreating; /* startm's thread creations in flight;
+					written under sched.lock, awaited by
+					gmp__sched_stop (acquire) */
 	gmp_m *freem;             /* exited Ms whose threads await a join;
 				     sched.lock */
 	gmp_m *allm;              /* every M struct ever made; prepend-only
@@ -416,7 +420,8 @@ static inline uint32_t gmp__readgstatus(const gmp_g *g)
 
 /* The legal transitions (Go's casgstatus table, minus what we lack). With
  * constant arguments, as at every call site, this folds away. */
-static inline bool gmp__gstatus_legal(uint32_t from, uint32_t to)
+static inline __attribute__((always_inline)) bool
+gmp__gstatus_legal(uint32_t from, uint32_t to)
 {
 	switch (from) {
 	case GMP__G_IDLE:
@@ -449,7 +454,8 @@ void gmp__casgstatus_cas(gmp_g *g, uint32_t from, uint32_t to);
  * Every other transition is made by the G's sole owner, so a checked
  * store-release suffices; the release publishes the owner's writes (the
  * saved context above all) to whoever acquires the new status. */
-static inline void gmp__casgstatus(gmp_g *g, uint32_t from, uint32_t to)
+static inline __attribute__((always_inline)) void
+gmp__casgstatus(gmp_g *g, uint32_t from, uint32_t to)
 {
 	if (GMP__UNLIKELY(!gmp__gstatus_legal(from, to)))
 		gmp__gstatus_bad(g, from, from, to);
@@ -506,16 +512,18 @@ int64_t gmp__alloc_live(void);
 
 /* stack.c */
 void gmp__stack_init(void);
-int gmp__stack_alloc(gmp__stack *s);
+int gmp__stack_alloc(gmp__stack *s, void **gmem);
 void gmp__stack_forget(gmp__stack *s);
 void gmp__stack_trim(gmp__stack *s, size_t keep);
 bool gmp__stack_guard_hit(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install);
 void gmp__stack_release_all(void);
+void gmp__stack_forked(void); /* fork.c's child handler */
 
 /* runtime.c */
 bool gmp__running(void);
 int64_t gmp__with_runtime(int64_t (*fn)(void *), void *arg);
+int64_t gmp__if_running(int64_t (*fn)(void *), void *arg, int64_t off);
 int64_t gmp__go_nop(gmp_fn fn, void *arg);
 int64_t gmp__go_foreign(gmp_fn fn, void *arg);
 
@@ -527,12 +535,43 @@ void gmp__syscall_takep(gmp_m *m, gmp_p *p);
 /* thread.c */
 void gmp__template_stop(void);
 
-/* dump.c */
-int gmp__sched_detail(char *buf, size_t size);
+/* dump.c: scheddetail lines (after a schedtrace line), and the
+ * GMP_DEBUG=sigquit=1 handler, installed by gmp_init and removed by
+ * gmp_shutdown. */
+void gmp__sched_detail(FILE *f);
+void gmp__sigquit_install(void);
+void gmp__sigquit_restore(void);
+
+/* maxprocs.c: the default number of Ps (affinity and cgroup quota), and
+ * sysmon's once-a-second check that follows them. */
+int gmp__maxprocs_default(void);
+void gmp__maxprocs_update(int64_t now);
 
 /* sysmon.c */
 int gmp__sysmon_start(void);
 void gmp__sysmon_stop(void);
 void gmp__sysmon_wake_locked(void);
+
+/* signal.c: the SIGSEGV/SIGBUS handler that reports stack overflows
+ * (installed by gmp_init, removed by gmp_shutdown), and each M's
+ * alternate signal stack (mstart). */
+void gmp__signal_install(void);
+void gmp__signal_restore(void);
+void gmp__signal_m_init(void);
+
+/* jitter.c: GMP_DEBUG=randomize=1 widens the runtime's race windows with
+ * random yields and short spins; each call site reads
+ * `if (GMP__UNLIKELY(gmp__cfg.randomize)) gmp__jitter();`. */
+void gmp__jitter(void);
+
+/* fork.c: the state of a child of fork() (gmp_init registers the handler
+ * once); runtime.c, thread.c, sema.c and netpoll.c reset their own state
+ * in the child through these hooks (stack.c and pollfd.c through
+ * gmp__stack_forked and gmp__pd_forked). */
+void gmp__fork_init(void);
+void gmp__runtime_forked(void);
+void gmp__thread_forked(void);
+void gmp__sema_forked(void);
+void gmp__netpoll_forked(void);
 
 #endif

@@ -14,6 +14,8 @@ static struct {
 	volatile uint32_t waiters; /* atomic: tasks parked on I/O */
 	volatile uint32_t breaking; /* atomic: a break is in flight */
 	volatile uint32_t pwait2;  /* 0 unknown, 1 usable, 2 ENOSYS */
+	volatile uint32_t gen;     /* atomic: bumped by every init (under
+				      lock, before inited is published) */
 } np;
 
 /* The eventfd's cookie: an address no poll descriptor can have. */
@@ -43,6 +45,10 @@ int gmp__netpoll_init(void)
 			if (np.evfd >= 0)
 				close(np.evfd);
 		} else {
+			/* A new epoll instance: registrations made with an
+			 * earlier one (before a gmp_shutdown) are void, and
+			 * pollfd.c tells them apart by this number. */
+			gmp__store32_rlx(&np.gen, np.gen + 1 ? np.gen + 1 : 1);
 			gmp__store32_rel(&np.inited, 1); /* publishes the fds */
 		}
 	}
@@ -62,6 +68,15 @@ void gmp__netpoll_shutdown(void)
 		gmp__store32_rel(&np.breaking, 0);
 	}
 	gmp__unlock(&np.lock);
+}
+
+uint32_t gmp__netpoll_generation(void)
+{
+	/* acquire: pairs with init's release of inited, which follows the
+	 * store to gen */
+	if (!gmp__netpoll_inited())
+		return 0;
+	return gmp__load32_rlx(&np.gen);
 }
 
 bool gmp__netpoll_any_waiters(void)
@@ -97,6 +112,18 @@ int gmp__netpoll_open(int fd, void *pd)
 	};
 	int saved = errno;
 	int r = epoll_ctl(np.epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+	errno = saved;
+	return r;
+}
+
+int gmp__netpoll_modify(int fd, void *pd)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+		.data.ptr = pd,
+	};
+	int saved = errno;
+	int r = epoll_ctl(np.epfd, EPOLL_CTL_MOD, fd, &ev) == 0 ? 0 : -errno;
 	errno = saved;
 	return r;
 }
@@ -167,13 +194,20 @@ int gmp__netpoll(int64_t delay, gmp__gqueue *q)
 	return count;
 }
 
-/* TEMPORARY until src/pollfd.c lands (helper-5 removes this): nothing can
- * register a descriptor before then, so no event can reach it. */
-__attribute__((weak)) void gmp__pd_ready(void *pd, uint32_t events,
-					 gmp__gqueue *q)
+/* In the child of fork (fork.c): the epoll instance and eventfd are the
+ * parent's, shared through the copied descriptors. Close our copies (the
+ * parent keeps its own) and forget them, so a gmp_init in the child makes
+ * its own; waiters and locks start afresh. */
+void gmp__netpoll_forked(void)
 {
-	(void)pd;
-	(void)events;
-	(void)q;
-	gmp__throw("netpoll: event for an unknown descriptor");
+	np.lock = (gmp__mutex)GMP__MUTEX_INIT;
+	if (np.inited) {
+		int saved = errno;
+		close(np.epfd);
+		close(np.evfd);
+		errno = saved;
+	}
+	np.inited = 0;
+	np.waiters = 0;
+	np.breaking = 0;
 }

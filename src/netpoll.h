@@ -17,6 +17,11 @@
 int gmp__netpoll_init(void);
 bool gmp__netpoll_inited(void);
 
+/* Which epoll instance is live: a number > 0 that changes with every
+ * gmp__netpoll_init that creates one (after a gmp_shutdown, say); 0 when
+ * none is. A registration made under another number is gone. */
+uint32_t gmp__netpoll_generation(void);
+
 /* Waits for readiness: delay < 0 blocks until an event or a break, 0 does
  * not block, > 0 waits at most delay ns. The tasks that became ready are
  * appended to q, still WAITING (the caller makes them runnable, e.g. with
@@ -31,8 +36,14 @@ bool gmp__netpoll_any_waiters(void);
 void gmp__netpoll_adjust_waiters(int delta);
 
 /* Registers fd (edge-triggered, read and write) with pd as its cookie;
- * unregisters it. Return 0 or -errno. */
+ * changes the cookie of a registered fd (which also re-arms it: the kernel
+ * reports its current readiness as a new edge); unregisters it. Return 0
+ * or -errno (open: -EEXIST when this file is registered under fd already,
+ * -EPERM for files epoll cannot watch, such as regular files). The cookie
+ * is opaque here, except that it is never the address of netpoll.c's own
+ * break cookie (pollfd.c's have the top bit set). */
 int gmp__netpoll_open(int fd, void *pd);
+int gmp__netpoll_modify(int fd, void *pd);
 int gmp__netpoll_close(int fd);
 
 /* Closes the epoll instance (gmp_shutdown, after every task ended). */

@@ -22,9 +22,18 @@ void gmp__osyield(void);
 void gmp__usleep(int64_t us);
 pid_t gmp__gettid(void);
 
-/* CPUs this process may run on (the affinity mask; see os_linux.c for the
- * cgroup quota). Always >= 1. */
+/* CPUs this process may run on: the affinity mask of its main thread (the
+ * one `taskset -p` changes), read afresh on each call. Always >= 1. */
 int gmp__ncpu(void);
+
+/* The CPU bandwidth quota of this process's cgroup (v2 cpu.max, or v1
+ * cpu.cfs_quota_us/cfs_period_us), in whole CPUs rounded up: the tightest
+ * of its cgroup and every ancestor. 0 when there is none or it cannot be
+ * read. cgroup_linux.c. */
+int gmp__cgroup_cpu_limit(void);
+/* Tests: the same, reading these files for /proc/self/cgroup and
+ * /proc/self/mountinfo. */
+int gmp__cgroup_cpu_limit_from(const char *cgroup, const char *mountinfo);
 
 /* Creates a joinable thread running fn(arg) with every signal blocked until
  * the new thread unblocks them itself (newosproc). Returns 0 or -errno. */
@@ -43,5 +52,21 @@ long gmp__max_map_count(void);
  * accepted and ignored, as qemu-user does). Probed once. */
 bool gmp__guard_install_works(void);
 int gmp__guard_install(void *addr, size_t len);
+
+/* madvise(2) over many ranges of our own memory with one system call:
+ * process_madvise(2) on this process's pidfd, which Linux 6.13+ accepts
+ * with any advice when the target is the caller. Returns the bytes
+ * advised, counted from the first range (fewer than asked if the kernel
+ * stopped at a range it refused), or -errno with nothing done: -EINVAL,
+ * -EPERM or -ENOSYS where the kernel (or an emulator) does not allow it,
+ * -EBADF if no pidfd of ours could be had. The caller falls back to
+ * madvise per range. */
+struct iovec;
+enum gmp__madv { GMP__MADV_GUARD_INSTALL, GMP__MADV_POPULATE_WRITE };
+ssize_t gmp__madvise_self(const struct iovec *iov, size_t n,
+			  enum gmp__madv advice);
+/* Tests: make gmp__madvise_self use fd as our pidfd (an invalid one makes
+ * it fail with -EBADF); INT_MIN restores the default. */
+void gmp__madvise_self_pidfd_set(int fd);
 
 #endif

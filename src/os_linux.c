@@ -1,4 +1,5 @@
-/* Linux: futexes, clocks, threads, CPU counts and guard pages. */
+/* Linux: futexes, clocks, threads, CPU counts, guard pages and madvise
+ * over many ranges. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +22,12 @@
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13; not yet in glibc 2.36 */
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#ifndef PIDFD_SELF
+#define PIDFD_SELF (-10000) /* the calling thread, no fd needed (2025) */
 #endif
 
 /* The futex helpers save and restore errno: they run on behalf of tasks
@@ -83,7 +91,9 @@ int gmp__ncpu(void)
 {
 	cpu_set_t set;
 	int n = 0;
-	if (sched_getaffinity(0, sizeof set, &set) == 0)
+	/* The main thread's mask, not the caller's: sysmon re-reads it. */
+	if (sched_getaffinity(getpid(), sizeof set, &set) == 0 ||
+	    sched_getaffinity(0, sizeof set, &set) == 0)
 		n = CPU_COUNT(&set);
 	if (n < 1) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
@@ -193,4 +203,70 @@ bool gmp__guard_install_works(void)
 		gmp__store32_rel(&state, s);
 	}
 	return s == 1;
+}
+
+/* ---- madvise over many ranges ------------------------------------------- */
+
+/* The pidfd gmp__madvise_self passes: PIDFD_SELF where the kernel knows it
+ * (6.18 does), else one pidfd_open'ed for our pid. A forked child inherits the
+ * parent's pidfd, which names the parent; the kernel refuses our advice
+ * for another process (-EINVAL), so a stale fd does no harm, but we open a
+ * new one once the pid has changed. The inherited fd is left alone: the
+ * child may have closed it and reused the number. Racing first calls may
+ * each open one; the loser closes its own. All atomic, relaxed but for
+ * the fd, published with release after its pid. */
+enum { PIDFD_USE_SELF, PIDFD_USE_OPENED, PIDFD_USE_FORCED };
+static volatile uint32_t pidfd_mode;            /* PIDFD_USE_* */
+static volatile uint32_t pidfd_fd = UINT32_MAX; /* (int)-1: none yet */
+static volatile uint32_t pidfd_pid, pidfd_forced;
+
+static int opened_pidfd(void)
+{
+	pid_t pid = getpid();
+	uint32_t fd = gmp__load32_acq(&pidfd_fd);
+	if ((int)fd >= 0 && (pid_t)gmp__load32_rlx(&pidfd_pid) == pid)
+		return (int)fd;
+	int nfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (nfd < 0)
+		return -1;
+	gmp__store32_rlx(&pidfd_pid, (uint32_t)pid);
+	if (!gmp__cas32_full(&pidfd_fd, fd, (uint32_t)nfd)) {
+		close(nfd);
+		return (int)gmp__load32_acq(&pidfd_fd);
+	}
+	return nfd;
+}
+
+ssize_t gmp__madvise_self(const struct iovec *iov, size_t n,
+			  enum gmp__madv advice)
+{
+	int adv = advice == GMP__MADV_GUARD_INSTALL ? MADV_GUARD_INSTALL
+						    : MADV_POPULATE_WRITE;
+	int saved = errno;
+	ssize_t r;
+	for (;;) {
+		uint32_t mode = gmp__load32_acq(&pidfd_mode);
+		int fd = PIDFD_SELF;
+		if (mode == PIDFD_USE_OPENED)
+			fd = opened_pidfd();
+		else if (mode == PIDFD_USE_FORCED)
+			fd = (int)gmp__load32_rlx(&pidfd_forced);
+		r = syscall(SYS_process_madvise, fd, iov, n, adv, 0);
+		if (r >= 0)
+			break;
+		r = -errno;
+		if (r != -EBADF || mode != PIDFD_USE_SELF)
+			break;
+		/* A kernel before PIDFD_SELF: use a real pidfd. */
+		gmp__cas32_full(&pidfd_mode, PIDFD_USE_SELF, PIDFD_USE_OPENED);
+	}
+	errno = saved;
+	return r;
+}
+
+void gmp__madvise_self_pidfd_set(int fd)
+{
+	gmp__store32_rlx(&pidfd_forced, (uint32_t)fd);
+	gmp__store32_rel(&pidfd_mode,
+			 fd == INT_MIN ? PIDFD_USE_SELF : PIDFD_USE_FORCED);
 }

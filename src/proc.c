@@ -26,7 +26,7 @@ static inline gmp_m *task_m(void)
 	return m->p ? m : NULL;
 }
 
-static inline void dropg(gmp_m *m)
+static inline __attribute__((always_inline)) void dropg(gmp_m *m)
 {
 	gmp__storep_rlx(&m->curg->m, NULL); /* racy readers: sysmon */
 	gmp__storep_rlx(&m->curg, NULL);
@@ -37,8 +37,7 @@ static void task_main(void *arg)
 {
 	gmp_g *g = arg;
 	gmp__fiber_on_task(g);
-	gmp__errno_set(0);
-	g->fn(g->arg);
+	g->fn(g->arg); /* errno starts at 0: newproc1, via execute */
 	gmp__goexit1();
 }
 
@@ -55,6 +54,7 @@ static gmp_g *newproc1(gmp_p *p, gmp_fn fn, void *arg)
 		      task_main, g);
 	g->fn = fn;
 	g->arg = arg;
+	g->saved_errno = 0;
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
 	if (p) {
@@ -172,6 +172,8 @@ static void park_m(gmp_g *g)
 	/* release: from here a waker may take g; it must see g->sched. */
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_WAITING);
 	dropg(m);
+	if (GMP__UNLIKELY(gmp__cfg.randomize))
+		gmp__jitter();
 	if (unlockf && !unlockf(g, lock)) {
 		/* Not parking after all; nobody else can have readied g. */
 		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
@@ -248,6 +250,13 @@ void gmp__ready_claimed(gmp_g *g, bool next)
 
 GMP_EXTERN void gmp_ready(gmp_g *g)
 {
+	/* With the runtime off (gomaxprocs is 0 only then) no task exists:
+	 * g can only be a stale pointer from before gmp_shutdown, whose
+	 * memory is gone. Say so instead of faulting on it. */
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.gomaxprocs) == 0))
+		gmp__throw("gmp_ready of task %p while the runtime is not "
+			   "running (a task from before gmp_shutdown?)",
+			   (void *)g);
 	gmp__ready(g, true);
 }
 
@@ -283,6 +292,10 @@ static void goexit0(gmp_g *g)
 void gmp__goexit1(void)
 {
 	gmp_m *m = gmp__getm();
+	if (GMP__UNLIKELY(!m)) /* see fork.c */
+		gmp__throw("a task that called fork() ended in the child; "
+			   "there it is a plain thread, which must exec or "
+			   "_exit");
 	gmp_g *g = m->curg;
 	if (g->nkeys) {
 		gmp__keys_destroy(g);

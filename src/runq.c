@@ -139,6 +139,8 @@ static uint32_t runq_grab(gmp_p *p2, gmp_g *volatile *batch, uint32_t bh,
 				&p2->runq[(h + i) % GMP__RUNQ_SIZE]);
 			gmp__storep_rlx(&batch[(bh + i) % GMP__RUNQ_SIZE], g);
 		}
+		if (GMP__UNLIKELY(gmp__cfg.randomize))
+			gmp__jitter();
 		/* release: done reading p2's slots (pairs with p2's owner's
 		 * head acquire in runq_put). */
 		if (gmp__cas32_rel(&p2->runqhead, h, h + n))

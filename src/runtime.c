@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "netpoll.h"
 
 enum { RT_OFF = 0, RT_RUNNING = 1, RT_DRAINING = 2 };
 
@@ -138,7 +139,7 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 	}
 	st->maxprocs_from_user = c.maxprocs > 0;
 	if (c.maxprocs == 0)
-		c.maxprocs = gmp__ncpu();
+		c.maxprocs = gmp__maxprocs_default(); /* maxprocs.c */
 	if (c.maxprocs > GMP__MAXPROCS_LIMIT)
 		c.maxprocs = GMP__MAXPROCS_LIMIT;
 
@@ -155,7 +156,9 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 			return -EINVAL;
 	if (c.stack_size == 0)
 		c.stack_size = 256 * 1024;
-	if (c.stack_size < 16 * 1024)
+	/* Above half the address space the rounding below (and the slot
+	 * arithmetic in stack.c) would wrap to a tiny stack. */
+	if (c.stack_size < 16 * 1024 || c.stack_size > SIZE_MAX / 2)
 		return -EINVAL;
 	size_t ps = gmp__pagesize();
 	st->stack_size = (c.stack_size + ps - 1) & ~(ps - 1);
@@ -199,6 +202,12 @@ GMP_EXTERN int gmp_init(const gmp_config *cfg)
 	int err = settings_from(cfg, &st, &maxprocs, &max_threads);
 	if (err)
 		return err;
+	/* From a task (or an unlock function) the runtime is running, or
+	 * draining with us among what it waits for: nothing to do, and
+	 * api_lock, which gmp_shutdown holds while it drains, must not be
+	 * waited for. */
+	if (gmp__getm())
+		return 0;
 	pthread_mutex_lock(&api_lock);
 	if (gmp__load32_acq(&rt_state) != RT_OFF) {
 		pthread_mutex_unlock(&api_lock);
@@ -208,12 +217,19 @@ GMP_EXTERN int gmp_init(const gmp_config *cfg)
 	gmp__sigmask_save();
 	gmp__stack_init();
 	err = gmp__sched_start(maxprocs, max_threads);
-	if (!err && (err = gmp__sysmon_start()) != 0)
+	/* The poller exists from the start: an idle M sleeps in it until the
+	 * next timer, so timers must never find it missing (timer.h). */
+	if (!err && (err = gmp__netpoll_init()) != 0)
+		gmp__sched_stop();
+	else if (!err && (err = gmp__sysmon_start()) != 0)
 		gmp__sched_stop();
 	if (!err) {
 		pthread_rwlock_wrlock(&rt_lock);
 		gmp__store32_rel(&rt_state, RT_RUNNING);
 		pthread_rwlock_unlock(&rt_lock);
+		gmp__sigquit_install();
+		gmp__signal_install();
+		gmp__fork_init();
 	}
 	pthread_mutex_unlock(&api_lock);
 	return err;
@@ -246,16 +262,30 @@ GMP_EXTERN int gmp_shutdown(void)
 	pthread_rwlock_unlock(&rt_lock);
 
 	drain();
+	gmp__sigquit_restore();
+	gmp__signal_restore();
+	/* Readers of the runtime's structures from other threads (stats,
+	 * dumps) hold rt_lock for reading: the teardown waits for them. */
+	pthread_rwlock_wrlock(&rt_lock);
 	gmp__sysmon_stop();
 	gmp__sched_stop();
 	gmp__gfree_all();
 	gmp__stack_release_all();
-
-	pthread_rwlock_wrlock(&rt_lock);
 	gmp__store32_rel(&rt_state, RT_OFF);
 	pthread_rwlock_unlock(&rt_lock);
 	pthread_mutex_unlock(&api_lock);
 	return 0;
+}
+
+/* In the child of fork() (fork.c, the child's only thread): the runtime is
+ * OFF whatever the parent was doing, and the parent's threads, which may
+ * have held these locks, do not exist here. */
+void gmp__runtime_forked(void)
+{
+	api_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	rt_lock = (pthread_rwlock_t)
+		PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	gmp__store32_rel(&rt_state, RT_OFF);
 }
 
 /* Runs fn with the runtime held RUNNING (starting it if it is off), from a
@@ -283,6 +313,17 @@ int64_t gmp__with_runtime(int64_t (*fn)(void *), void *arg)
 		if (err)
 			return err;
 	}
+}
+
+/* Runs fn(arg) if the runtime is running or draining, holding it there so
+ * its structures stay (gmp_shutdown's teardown waits); else returns off.
+ * From a thread that holds no P. */
+int64_t gmp__if_running(int64_t (*fn)(void *), void *arg, int64_t off)
+{
+	pthread_rwlock_rdlock(&rt_lock);
+	int64_t r = gmp__load32_acq(&rt_state) == RT_OFF ? off : fn(arg);
+	pthread_rwlock_unlock(&rt_lock);
+	return r;
 }
 
 struct go_args {
@@ -344,14 +385,14 @@ static int64_t set_maxprocs(void *p)
 	gmp__lock(&gmp__sched.lock);
 	int old = (int)gmp__load32_rlx(&gmp__sched.gomaxprocs);
 	int err = n > 0 ? gmp__procresize(n) : 0;
+	/* Under sched.lock, where sysmon's maxprocs update looks. */
+	if (!err && n > 0)
+		gmp__cfg.maxprocs_from_user = true;
 	gmp__unlock(&gmp__sched.lock);
 	if (err)
 		return err;
-	if (n > 0) {
-		gmp__cfg.maxprocs_from_user = true;
-		if (n > old)
-			gmp__wakep();
-	}
+	if (n > old)
+		gmp__wakep();
 	return old;
 }
 

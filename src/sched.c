@@ -365,6 +365,7 @@ static void *mstart(void *arg)
 	gmp__unlock(&gmp__sched.mexit_lock);
 	m->errnop = &errno; /* on this thread: its own errno, for good */
 	gmp__fiber_m_init(m);
+	gmp__signal_m_init(); /* alternate signal stack (signal.c) */
 	/* Set up: now take the process's signal mask (minit). */
 	gmp__sigmask_restore();
 	jmp_buf exitjmp;
@@ -441,6 +442,8 @@ void gmp__stopm(gmp_m *m)
 	}
 	mput(m);
 	gmp__unlock(&gmp__sched.lock);
+	if (GMP__UNLIKELY(gmp__cfg.randomize))
+		gmp__jitter();
 	int64_t timeout = gmp__cfg.idle_thread_timeout_ns;
 	if (timeout > 0) {
 		while (!gmp__notetsleep(&m->park, timeout) && idle_expire(m))
@@ -474,10 +477,28 @@ void gmp__startm(gmp_p *p, bool spinning, bool lockheld)
 	}
 	gmp_m *nm = gmp__mget();
 	if (!nm) {
+		if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.stopping))) {
+			/* gmp_shutdown is ending every M, and no task is
+			 * left for a new one: the P just goes idle. */
+			if (spinning)
+				gmp__add32_full(&gmp__sched.nmspinning, -1);
+			gmp__pidleput(p);
+			if (!lockheld)
+				gmp__unlock(&gmp__sched.lock);
+			return;
+		}
+		/* Counted until the thread exists and the M is in allm
+		 * (see gmp__sched_stop). */
+		gmp__store32_rlx(&gmp__sched.mcreating,
+				 gmp__sched.mcreating + 1);
 		gmp__unlock(&gmp__sched.lock);
 		gmp__newm(NULL, p, spinning);
-		if (lockheld)
-			gmp__lock(&gmp__sched.lock);
+		gmp__lock(&gmp__sched.lock);
+		/* release: thread_joinable and allm, to gmp__sched_stop */
+		gmp__store32_rel(&gmp__sched.mcreating,
+				 gmp__sched.mcreating - 1);
+		if (!lockheld)
+			gmp__unlock(&gmp__sched.lock);
 		return;
 	}
 	if (!lockheld)
@@ -504,6 +525,8 @@ void gmp__wakep(void)
 	    gmp__load32_rlx(&gmp__sched.nmspinning) != 0 ||
 	    !gmp__cas32_full(&gmp__sched.nmspinning, 0, 1))
 		return;
+	if (GMP__UNLIKELY(gmp__cfg.randomize))
+		gmp__jitter();
 	gmp__lock(&gmp__sched.lock);
 	gmp_p *p = pidleget_spinning();
 	if (!p) {
@@ -531,6 +554,8 @@ static void resetspinning(gmp_m *m)
 	gmp__storeb_rlx(&m->spinning, false);
 	if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
 		gmp__throw("resetspinning: negative nmspinning");
+	if (GMP__UNLIKELY(gmp__cfg.randomize))
+		gmp__jitter();
 	/* We were (perhaps) the last spinner and found work: there may be
 	 * more, so hand the search on. */
 	gmp__wakep();
@@ -874,6 +899,8 @@ top:;
 	gmp__releasep(m);
 	gmp__pidleput(p);
 	gmp__unlock(&gmp__sched.lock);
+	if (GMP__UNLIKELY(gmp__cfg.randomize))
+		gmp__jitter();
 
 	/* The delicate dance: drop nmspinning first (a full barrier), then
 	 * look at every queue again. A submitter that saw nmspinning > 0
@@ -884,6 +911,8 @@ top:;
 		gmp__storeb_rlx(&m->spinning, false);
 		if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
 			gmp__throw("findrunnable: negative nmspinning");
+		if (GMP__UNLIKELY(gmp__cfg.randomize))
+			gmp__jitter();
 
 		gmp__lock(&gmp__sched.lock);
 		if (gmp__sched.runq.n) {
@@ -968,6 +997,7 @@ _Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit)
 	gmp__store32_rlx(m->preemptp, 0);
 	if (!inherit)
 		gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
+	*m->errnop = g->saved_errno; /* this thread's errno is now g's */
 	gmp__fiber_to_task(m, g);
 	gmp__ctx_gogo(&g->sched);
 }
@@ -1153,9 +1183,19 @@ void gmp__sched_stop(void)
 		gmp__notewakeup(&m->park);
 	}
 	gmp__unlock(&gmp__sched.lock);
+	/* An M asleep in the poller until a far timer (a select's timeout
+	 * that no longer matters) would keep us waiting as long. */
+	gmp__netpoll_break();
+	/* The last tasks' Ms may still be handing their Ps on (a locked
+	 * task's M does, after the task is counted out), and startm may be
+	 * making a new M for one: from `stopping` on it makes none, and we
+	 * wait for those under way, so that each is in allm with its thread
+	 * started before we walk it (found by TSan: allocm recycling an M
+	 * that this loop was joining). */
+	while (gmp__load32_acq(&gmp__sched.mcreating) != 0)
+		gmp__osyield();
 	/* Ms still between schedule() and stopm() see `stopping` in stopm
-	 * and exit; join them all. allm is stable now: no M is created once
-	 * no task is left to need one. */
+	 * and exit; join them all. allm is stable now. */
 	for (m = gmp__loadp_acq(&gmp__sched.allm); m; m = m->alllink)
 		if (m->thread_joinable) {
 			pthread_join(m->thread, NULL);

@@ -34,6 +34,8 @@
  * sleeper (readied into this P's runnext) runs at once, inheriting the
  * time slice. gmp_mutex uses it in starvation mode.
  */
+#include <string.h>
+
 #include "sema.h"
 #include "wait.h"
 
@@ -354,4 +356,12 @@ uint32_t gmp__sema_nwaiters(volatile uint32_t *addr)
 		n++;
 	gmp__unlock(&root->lock);
 	return n;
+}
+
+/* fork.c: in the child, forget every sleeper: they are the parent's
+ * threads and tasks, which do not exist here (a release must not wake
+ * one). */
+void gmp__sema_forked(void)
+{
+	memset(semtable, 0, sizeof semtable);
 }

@@ -192,6 +192,8 @@ GMP_EXTERN void gmp_exit_syscall(void)
 			   "%lld is %s)",
 			   (long long)g->id, gmp__gstatus_name(st));
 	int e = gmp__errno_get(); /* the syscall's errno: keep it */
+	if (GMP__UNLIKELY(gmp__cfg.randomize))
+		gmp__jitter();
 	gmp__casgstatus(g, GMP__G_SYSCALL, GMP__G_RUNNING);
 	gmp_p *oldp = m->oldp;
 	m->oldp = NULL;

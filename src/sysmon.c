@@ -139,9 +139,9 @@ static void schedtrace(int64_t now, int64_t start)
 	}
 	if (len < (int)sizeof buf - 2)
 		len += snprintf(buf + len, sizeof buf - (size_t)len, "]\n");
-	if (gmp__cfg.scheddetail)
-		len += gmp__sched_detail(buf + len, sizeof buf - (size_t)len);
 	fwrite(buf, 1, (size_t)len, stderr);
+	if (gmp__cfg.scheddetail)
+		gmp__sched_detail(stderr);
 }
 
 static void *sysmon_main(void *arg)
@@ -215,6 +215,8 @@ static void *sysmon_main(void *arg)
 			idle = 0;
 		else
 			idle++;
+
+		gmp__maxprocs_update(now); /* about once a second */
 
 		if (trace_ns > 0 && lasttrace + trace_ns <= now) {
 			lasttrace = now;

@@ -159,3 +159,10 @@ GMP_EXTERN int gmp_set_max_threads(int n)
 {
 	return (int)gmp__with_runtime(set_max_threads, &n);
 }
+
+/* fork.c: in the child, the template thread is not there (nor the Ms
+ * queued for it). */
+void gmp__thread_forked(void)
+{
+	memset(&tmpl, 0, sizeof tmpl);
+}

@@ -16,7 +16,6 @@
  * cannot miss a run in progress.
  */
 #include "internal.h"
-#include "netpoll.h"
 #include "timer.h"
 
 enum { TIMER_IDLE = 0, TIMER_PENDING = 1, TIMER_RUNNING = 2 };
@@ -91,7 +90,7 @@ static int heap_push(gmp__timers *ts, gmp__timer *t)
 	return 0;
 }
 
-int gmp__timer_start(gmp__timer *t, int64_t when)
+void gmp__timer_start(gmp__timer *t, int64_t when)
 {
 	gmp_m *m = gmp__getm();
 	gmp_p *p = m ? m->p : NULL;
@@ -99,25 +98,24 @@ int gmp__timer_start(gmp__timer *t, int64_t when)
 		gmp__throw("timer_start without a P");
 	if (gmp__load32_rlx(&t->state) != TIMER_IDLE)
 		gmp__throw("timer_start: timer %p is already armed", (void *)t);
-	/* An idle M waits for timers in the poller, so it must exist. */
-	if (!gmp__netpoll_inited() && gmp__netpoll_init() != 0)
-		return -ENOMEM;
 	gmp__timers *ts = &p->timers;
 	gmp__lock(&ts->lock);
 	t->when = when;
-	int err = heap_push(ts, t);
-	bool earliest = !err && t->idx == 0;
-	if (!err) {
-		gmp__store32_rlx(&t->state, TIMER_PENDING);
-		gmp__storep_rel(&t->p, p);
-		publish_next(ts);
-	}
+	/* Out of memory here is fatal, as in Go: failing the timer would make
+	 * a sleep or a timeout end early, silently. */
+	if (heap_push(ts, t) != 0)
+		gmp__throw("out of memory growing the timer heap of P %d "
+			   "(%d timers)",
+			   p->id, ts->len);
+	bool earliest = t->idx == 0;
+	gmp__store32_rlx(&t->state, TIMER_PENDING);
+	gmp__storep_rel(&t->p, p);
+	publish_next(ts);
 	gmp__unlock(&ts->lock);
 	/* A new earliest timer on this P: an M sleeping in the poller until
 	 * some later time must wake up sooner. */
 	if (earliest)
 		gmp__wake_netpoller(when);
-	return err;
 }
 
 bool gmp__timer_stop(gmp__timer *t)

@@ -39,9 +39,11 @@ typedef struct gmp__timers {
 } gmp__timers;
 
 /* Arms t (fn and arg set by the caller) to run at `when`, on the heap of
- * the caller's P: call from a task or from g0 with a P. Returns 0, or
- * -ENOMEM if the heap could not grow. */
-int gmp__timer_start(gmp__timer *t, int64_t when);
+ * the caller's P: call from a task or from g0 with a P. Never fails: the
+ * poller an idle M sleeps in exists from gmp_init on, and running out of
+ * memory for the heap aborts (as Go does), since a failed timer would end
+ * a sleep or timeout early without a word. */
+void gmp__timer_start(gmp__timer *t, int64_t when);
 
 /* Disarms t from any thread. Returns true if t was pending and will not
  * run; false if it already ran or was never started. When it returns

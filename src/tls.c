@@ -22,8 +22,10 @@
 static __thread gmp_m *tls_m __attribute__((tls_model("initial-exec")));
 
 /* Set by sysmon (through m->preemptp) when the task running on this thread
- * has used up its time slice; cleared by execute(). */
-static __thread volatile uint32_t tls_preempt
+ * has used up its time slice, or by runq_putslow in a spawn storm; cleared
+ * by execute(). Exported (see gmp.h) so gmp_preempt_point's check inlines
+ * into the caller: a program reads it with one relaxed load. */
+GMP_EXTERN __thread uint32_t gmp_preempt_pending_
 	__attribute__((tls_model("initial-exec")));
 
 GMP__OPAQUE gmp_m *gmp__getm(void)
@@ -48,12 +50,18 @@ GMP__OPAQUE void gmp__errno_set(int e)
 
 GMP__OPAQUE volatile uint32_t *gmp__tls_preempt_flag(void)
 {
-	return &tls_preempt;
+	return &gmp_preempt_pending_;
 }
 
-/* One thread-local load when nothing is pending (SPEC §2). */
-GMP_EXTERN void gmp_preempt_point(void)
+/* One thread-local load when nothing is pending (SPEC §2); the same check
+ * as the inline one in gmp.h, for callers through a function pointer. */
+GMP_EXTERN void(gmp_preempt_point)(void)
 {
-	if (GMP__UNLIKELY(gmp__load32_rlx(&tls_preempt) != 0))
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp_preempt_pending_) != 0))
 		gmp__preempt_slow();
+}
+
+GMP_EXTERN void gmp_preempt_point_slow_(void)
+{
+	gmp__preempt_slow();
 }

@@ -90,13 +90,7 @@ static bool park_unlock(gmp_g *g, void *arg)
 	if (a.deadline >= 0) {
 		a.w->timer.fn = waiter_timeout;
 		a.w->timer.arg = a.w;
-		if (gmp__timer_start(&a.w->timer, a.deadline) != 0 &&
-		    gmp__cas32_acq(&a.w->state, GMP__WAIT_PENDING,
-				   GMP__WAIT_TIMEDOUT)) {
-			/* No memory for the timer: time out at once. */
-			a.unlock(a.lock);
-			return false;
-		}
+		gmp__timer_start(&a.w->timer, a.deadline);
 	}
 	a.unlock(a.lock);
 	return true;

@@ -1,0 +1,453 @@
+/* The I/O calls (SPEC §8): gmp_read, gmp_write, gmp_accept, gmp_connect,
+ * gmp_poll_fd and gmp_close. Go's internal/poll.FD, in C.
+ *
+ * Every call has the same shape:
+ *
+ *   take a reference on the descriptor (pollfd.h; -EBADF once gmp_close
+ *   has begun), then loop: make the system call; on success or a real
+ *   error, return; on EAGAIN, wait for readiness and retry.
+ *
+ * How a caller waits depends on who it is, not on the descriptor:
+ *
+ *   a task       parks in the network poller (gmp__pd_wait), holding no
+ *                thread; the poller readies it on the next edge
+ *   anyone else  (a thread of the program, or a task inside a
+ *                gmp_enter_syscall window) blocks its thread in poll(2)
+ *                (gmp__pd_wait_thread), where gmp_close can wake it
+ *
+ * Blocking or non-blocking? SPEC §8 says: on a non-blocking descriptor,
+ * try and park on EAGAIN; on a blocking one, run the plain call inside
+ * gmp_enter_syscall/gmp_exit_syscall. We do both at once: a task makes
+ * every attempt inside the syscall bracket. On a non-blocking descriptor
+ * the call returns at once (the bracket costs two cheap transitions, no
+ * lock); on a blocking one it may block, and sysmon hands the P to another
+ * thread meanwhile. An EAGAIN is itself the proof that the descriptor is
+ * non-blocking. So we never need to know O_NONBLOCK in advance, nor cache
+ * it: a descriptor whose flag changes, or a number closed with plain
+ * close() and reused for a file of the other kind, is handled right on
+ * the very next call, without an fcntl per call and without a stale cache
+ * that could block a thread holding a P.
+ *
+ * errno: SPEC §2 lets a task move to another thread at every switch
+ * point, and glibc's __errno_location is const, so within one function a
+ * compiler may reuse the errno address of a thread we have left. Every
+ * read and write of errno here therefore goes through gmp__errno_get/set
+ * (out of line, tls.c), right after the system call and before
+ * gmp_exit_syscall; and each public call restores the caller's errno
+ * before it returns, as SPEC says ("leave errno alone").
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pollfd.h"
+
+/* One call in progress. */
+struct io {
+	gmp__pd *pd;
+	int fd;
+	bool task;       /* parks in the poller; brackets its syscalls */
+	int saved_errno; /* the caller's, restored on return */
+	gmp__pd_op op;
+};
+
+static int io_begin(struct io *io, int fd)
+{
+	io->saved_errno = gmp__errno_get();
+	io->fd = fd;
+	io->task = gmp__pd_caller_is_task();
+	io->op.seq = 0;
+	io->op.edges = 0;
+	io->op.armed = false;
+	if (io->task)
+		gmp_preempt_point(); /* I/O calls are switch points (SPEC §2) */
+	int err = 0;
+	io->pd = gmp__pd_acquire(fd, &err);
+	return err;
+}
+
+static ssize_t io_end(struct io *io, ssize_t result)
+{
+	if (io->pd)
+		gmp__pd_release(io->pd);
+	gmp__errno_set(io->saved_errno);
+	return result;
+}
+
+/* Before each attempt: a task notes the descriptor's edge count (so that
+ * a wait after EAGAIN can tell whether readiness came since), then enters
+ * the syscall bracket. */
+static inline void sys_enter(struct io *io)
+{
+	if (io->task) {
+		gmp__pd_snapshot(io->pd, &io->op);
+		gmp_enter_syscall();
+	}
+}
+
+static inline void sys_exit(const struct io *io)
+{
+	if (io->task)
+		gmp_exit_syscall();
+}
+
+/* Waits until the descriptor may be ready for mode; 0 (retry the call)
+ * or -errno. */
+static int io_wait(struct io *io, int mode)
+{
+	if (io->task)
+		return gmp__pd_wait(io->pd, mode, &io->op);
+	int r = gmp__pd_wait_thread(
+		io->pd, mode == GMP__PD_READ ? POLLIN : POLLOUT, -1);
+	return r < 0 ? r : 0;
+}
+
+/* ---- gmp_read ----------------------------------------------------------------- */
+
+static ssize_t sys_read(struct io *io, void *buf, size_t n)
+{
+	sys_enter(io);
+	ssize_t r = read(io->fd, buf, n);
+	if (r < 0)
+		r = -gmp__errno_get();
+	sys_exit(io);
+	return r;
+}
+
+/* Learns whether a socket is a stream, once per file (a getsockopt). */
+static int learn_type(struct io *io, int kind)
+{
+	int type = 0;
+	socklen_t len = sizeof type;
+	if (getsockopt(io->fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
+		kind = type == SOCK_STREAM ? GMP__PD_KIND_STREAM
+					   : GMP__PD_KIND_SOCKET_OTHER;
+	else if (gmp__errno_get() == ENOTSOCK)
+		kind = GMP__PD_KIND_OTHER;
+	else
+		return kind;
+	gmp__pd_set_kind(io->pd, kind);
+	return kind;
+}
+
+/* A task's read returned short: on a stream socket that means the receive
+ * queue was empty then, which lets the next read skip its attempt while
+ * no edge has come since (gmp__pd_drained). Only a stream: a datagram
+ * socket returns one datagram however many are queued, and a terminal one
+ * line. */
+static void note_short_read(struct io *io)
+{
+	int kind = gmp__pd_kind(io->pd);
+	if (kind == GMP__PD_KIND_UNKNOWN || kind == GMP__PD_KIND_SOCKET)
+		kind = learn_type(io, kind);
+	if (kind == GMP__PD_KIND_STREAM)
+		gmp__pd_drained_at(io->pd, &io->op);
+}
+
+/* read(2). A task parks on EAGAIN until the poller reports the descriptor
+ * readable; any other caller blocks its thread in poll(2). Returns the
+ * byte count (0 at end of file), or -errno: -EBADF for a bad descriptor
+ * or one gmp_close()d meanwhile. EINTR is retried, never returned (as Go
+ * does). From a task or any thread; a switch point.
+ *
+ * A request-response server reads a request (short: the socket is
+ * drained), writes the response, and reads again, when the socket is
+ * almost always still empty. On a stream socket a task skips that read,
+ * which could only fail with EAGAIN, and goes straight to the poller, as
+ * long as no readiness edge has come since its last short read (see
+ * gmp__pd_drained): one system call fewer per request. */
+GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	bool skip = io.task && n > 0 &&
+		    gmp__pd_kind(io.pd) == GMP__PD_KIND_STREAM;
+	for (;;) {
+		ssize_t r;
+		if (skip && gmp__pd_drained(io.pd, &io.op)) {
+			r = -EAGAIN; /* what the read would say */
+		} else {
+			r = sys_read(&io, buf, n);
+			if (r > 0 && (size_t)r < n && io.task)
+				note_short_read(&io);
+		}
+		skip = false; /* after a wait, always read */
+		if (r == -EINTR)
+			continue;
+		if (r != -EAGAIN)
+			return io_end(&io, r);
+		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
+			return io_end(&io, err);
+	}
+}
+
+/* ---- gmp_write ---------------------------------------------------------------- */
+
+/* write(2) to something that is not a socket, with no SIGPIPE: the signal
+ * a write to a pipe without readers raises is directed at the writing
+ * thread, so we block it on this thread around the call, take it back
+ * with sigtimedwait if our write raised it, and restore the mask. If the
+ * caller had SIGPIPE blocked already, a pending one is left pending, just
+ * as a plain write would leave it. (A SIGPIPE sent to the whole process
+ * by kill() at that very instant could be taken too; the classic caveat
+ * of this technique.) Runs inside the syscall bracket, so on one thread. */
+static ssize_t write_nosigpipe(int fd, const void *buf, size_t n)
+{
+	sigset_t pipe, old;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	ssize_t r = write(fd, buf, n);
+	if (r < 0) {
+		r = -gmp__errno_get();
+		if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
+			static const struct timespec zero = { 0, 0 };
+			while (sigtimedwait(&pipe, NULL, &zero) < 0 &&
+			       gmp__errno_get() == EINTR)
+				;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* One attempt. Sockets get send(MSG_NOSIGNAL), which raises no SIGPIPE at
+ * all; everything else write_nosigpipe. Which is which is learnt from the
+ * calls themselves and cached in the descriptor: send on a non-socket
+ * fails with ENOTSOCK (then we use write from now on), and any other
+ * outcome but EBADF means a socket. If the number is reused for the other
+ * kind, the cache corrects itself the same way (a socket reached through
+ * write_nosigpipe is merely slower), so no fstat is ever needed. */
+static ssize_t sys_write(struct io *io, const void *buf, size_t n)
+{
+	int kind = gmp__pd_kind(io->pd);
+	ssize_t r = 0;
+	sys_enter(io);
+	if (kind != GMP__PD_KIND_OTHER) {
+		r = send(io->fd, buf, n, MSG_NOSIGNAL);
+		if (r < 0)
+			r = -gmp__errno_get();
+		if (r == -ENOTSOCK) {
+			kind = GMP__PD_KIND_OTHER;
+			gmp__pd_set_kind(io->pd, kind);
+		} else if (kind == GMP__PD_KIND_UNKNOWN && r != -EBADF) {
+			gmp__pd_set_kind(io->pd, GMP__PD_KIND_SOCKET);
+		}
+	}
+	if (kind == GMP__PD_KIND_OTHER)
+		r = write_nosigpipe(io->fd, buf, n);
+	sys_exit(io);
+	return r;
+}
+
+/* write(2) of all n bytes: loops over partial writes, parking (a task) or
+ * blocking in poll(2) (anyone else) whenever the descriptor is full.
+ * Returns n; if an error stops it after some bytes, that count; else
+ * -errno (-EINVAL for n > SSIZE_MAX). Never raises SIGPIPE: on a socket it
+ * uses send(MSG_NOSIGNAL), elsewhere it blocks and consumes the signal
+ * (see write_nosigpipe); a reader that is gone is -EPIPE. From a task or
+ * any thread; a switch point. */
+GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n)
+{
+	if (n > SSIZE_MAX)
+		return -EINVAL;
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	size_t done = 0;
+	for (;;) {
+		ssize_t r = sys_write(&io, (const char *)buf + done, n - done);
+		if (r > 0) {
+			done += (size_t)r;
+			if (done == n)
+				break;
+			continue;
+		}
+		if (r == 0)
+			break; /* nothing to write, or a device that takes no
+				  more: report what was written */
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN && (r = io_wait(&io, GMP__PD_WRITE)) == 0)
+			continue;
+		return io_end(&io, done ? (ssize_t)done : r);
+	}
+	return io_end(&io, (ssize_t)done);
+}
+
+/* ---- gmp_accept --------------------------------------------------------------- */
+
+static int sys_accept(struct io *io, struct sockaddr *addr, socklen_t *len,
+		      int flags)
+{
+	sys_enter(io);
+	int r = accept4(io->fd, addr, len, flags);
+	if (r < 0)
+		r = -gmp__errno_get();
+	sys_exit(io);
+	return r;
+}
+
+/* accept(2): waits (parking a task) for a connection and returns its new
+ * descriptor, or -errno.
+ *
+ * The new descriptor inherits the listener's O_NONBLOCK (as accept does
+ * on the BSDs): accepted from a non-blocking listener, it is non-blocking,
+ * so gmp_read and gmp_write on it park tasks in the poller, which is what
+ * a server built on tasks wants (Go makes every accepted socket
+ * non-blocking); from a blocking listener it is blocking, as Linux's
+ * accept(2) would give, and the calls on it hold a thread while they
+ * block. It is not close-on-exec (accept(2)'s default). ECONNABORTED (a
+ * connection reset while queued) and EINTR are retried. From a task or any
+ * thread; a switch point. */
+GMP_EXTERN int gmp_accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return (int)io_end(&io, err);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return (int)io_end(&io, -gmp__errno_get());
+	int flags = fl & O_NONBLOCK ? SOCK_NONBLOCK : 0;
+	socklen_t len0 = len ? *len : 0;
+	for (;;) {
+		if (len)
+			*len = len0;
+		int r = sys_accept(&io, addr, len, flags);
+		if (r == -EINTR || r == -ECONNABORTED)
+			continue;
+		if (r != -EAGAIN)
+			return (int)io_end(&io, r);
+		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
+			return (int)io_end(&io, err);
+	}
+}
+
+/* ---- gmp_connect -------------------------------------------------------------- */
+
+static int sys_connect(struct io *io, const struct sockaddr *addr,
+		       socklen_t len)
+{
+	sys_enter(io);
+	int r = connect(io->fd, addr, len);
+	if (r < 0)
+		r = -gmp__errno_get();
+	sys_exit(io);
+	return r;
+}
+
+/* After EINPROGRESS: wait until the socket is writable, then ask it how
+ * the connection went (SO_ERROR). A wakeup that was not about the
+ * connection (a readiness edge left over from the number's previous
+ * file, say) shows as SO_ERROR 0 on a socket that has no peer yet; then
+ * we wait again. */
+static int connect_wait(struct io *io)
+{
+	for (;;) {
+		int err = io_wait(io, GMP__PD_WRITE);
+		if (err)
+			return err;
+		if (io->task) /* the check below is the next attempt */
+			gmp__pd_snapshot(io->pd, &io->op);
+		int soerr = 0;
+		socklen_t sl = sizeof soerr;
+		if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+			return -gmp__errno_get();
+		switch (soerr) {
+		case 0:
+			break;
+		case EINPROGRESS:
+		case EALREADY:
+		case EINTR:
+			continue;
+		case EISCONN:
+			return 0;
+		default:
+			return -soerr;
+		}
+		struct sockaddr_storage ss;
+		socklen_t ssl = sizeof ss;
+		if (getpeername(io->fd, (struct sockaddr *)&ss, &ssl) == 0)
+			return 0;
+		if (gmp__errno_get() != ENOTCONN)
+			return -gmp__errno_get();
+	}
+}
+
+/* connect(2). On a non-blocking socket it waits out EINPROGRESS (parking a
+ * task, blocking any other caller in poll(2)) and returns the outcome
+ * from SO_ERROR: 0 or the connection's -errno (-ECONNREFUSED, ...). On a
+ * blocking socket the plain call runs in the syscall bracket; if a signal
+ * interrupts it (EINTR), the connection goes on in the background and we
+ * wait for it as above. From a task or any thread; a switch point. */
+GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return (int)io_end(&io, err);
+	int r = sys_connect(&io, addr, len);
+	if (r == -EINPROGRESS || r == -EALREADY || r == -EINTR)
+		r = connect_wait(&io);
+	return (int)io_end(&io, r);
+}
+
+/* ---- gmp_poll_fd -------------------------------------------------------------- */
+
+/* Waits until fd is ready for `events` (poll(2) bits: POLLIN, POLLOUT,
+ * ...), at most timeout_ns (< 0: forever; 0: just look). Returns the ready
+ * bits (> 0; POLLERR and POLLHUP are reported whether asked for or not),
+ * 0 on timeout, or -errno: -EBADF for a bad descriptor (poll's POLLNVAL)
+ * or when gmp_close wakes the wait. A task waits in the poller, with a
+ * runtime timer for the timeout; any other caller in poll(2). From a task
+ * or any thread; a switch point. */
+GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return (int)io_end(&io, err);
+	int64_t deadline = -1;
+	if (timeout_ns >= 0) {
+		int64_t now = gmp__nanotime();
+		deadline = timeout_ns > INT64_MAX - now ? INT64_MAX
+							: now + timeout_ns;
+	}
+	int r;
+	if (timeout_ns == 0)
+		r = gmp__poll_now(fd, events);
+	else if (io.task)
+		r = gmp__pd_poll_task(io.pd, events, deadline);
+	else
+		r = gmp__pd_wait_thread(io.pd, events, deadline);
+	return (int)io_end(&io, r);
+}
+
+/* ---- gmp_close ---------------------------------------------------------------- */
+
+/* Closes fd. First every task and thread waiting on it in these calls
+ * (gmp_poll_fd included) is woken and returns -EBADF, and new calls on it
+ * fail with -EBADF; the number is unregistered from the poller. Then, for
+ * a non-blocking descriptor, it waits for the woken calls to leave (a
+ * moment) and closes the number itself, returning 0 or close's -errno; for
+ * a blocking one, calls may sit in the kernel indefinitely, so if any is
+ * still inside, the last of them closes the number when it returns and
+ * gmp_close returns 0 at once. Either way the number is not reused while a
+ * call could still touch it. -EBADF for a negative fd or a second
+ * gmp_close of the same descriptor. From a task or any thread; a switch
+ * point (it may wait). */
+GMP_EXTERN int gmp_close(int fd)
+{
+	int saved = gmp__errno_get();
+	int r = gmp__pd_close(fd);
+	gmp__errno_set(saved);
+	return r;
+}

@@ -1,0 +1,956 @@
+/* Poll descriptors (pollfd.h): one per descriptor number the I/O calls
+ * have used, with the wait slots of Go's pollDesc and the reference count
+ * of Go's fdMutex.
+ *
+ * The table
+ * ---------
+ * Descriptors are found by indexing: a static array of chunk pointers,
+ * each chunk 1024 descriptors mapped on first use. A descriptor is never
+ * freed, only reset, for the life of the process (Go's pollcache does the
+ * same), because something may hold its address at any time: an epoll
+ * event in flight, a foreign thread in poll(2), a gmp_close waiting for
+ * callers. That holds across gmp_shutdown too, which waits for tasks but
+ * not for the program's own threads. So chunks come from mmap, outside
+ * alloc.c's count (which is of what shutdown must free); the memory is
+ * bounded by the highest descriptor number ever used, 128 bytes each.
+ *
+ * The wait slots (Go's rg and wg) and the edge count
+ * ----------------------------------------------------
+ * One slot for a reading task, one for a writing task, each a word:
+ *
+ *   NIL          nobody waits
+ *   g|PENDING    task g has registered and is about to park (still on its
+ *                stack)
+ *   g            task g is parked; gmp_park's unlock function moved the
+ *                slot from g|PENDING to g (Go's netpollblockcommit)
+ *
+ * Whoever wakes (the poller on readiness, gmp_close, arm on a new file)
+ * moves the slot to NIL with a CAS: from g it then readies g; from
+ * g|PENDING it makes the commit fail, so g resumes at once. The pending
+ * value names its task, so a commit can never land on a registration
+ * that another task made after ours was cancelled (no ABA).
+ *
+ * Readiness is edge-triggered (EPOLLET): an edge that nobody sees is gone
+ * for good. Go remembers one in the slot (pdReady) for the next waiter;
+ * that works when only one task at a time waits per direction (Go's
+ * fdMutex sees to that), but not for two tasks accepting on one listener:
+ * one would consume the READY, the other park beside a pending
+ * connection. We count instead: `edges` is bumped by every event for the
+ * descriptor (and by gmp_close and arm's new-file detection). A task reads
+ * it before its system call (gmp__pd_snapshot); after EAGAIN it registers
+ * (in the slot, or on the list) and reads the count again; if it moved,
+ * something happened after the call failed, and the task retries instead
+ * of parking. Each waiter thus asks its own question, "anything since my
+ * attempt?", and nothing is consumed. The poller bumps the count before
+ * it looks at the slots and the list; since both sides do a
+ * read-modify-write of the same word, one of them sees the other's (see
+ * Barriers below), so no wakeup is lost.
+ *
+ * The count also lets a reader skip a read that could only fail. A short
+ * read of a stream socket (fewer bytes than asked) leaves its receive
+ * queue empty, and whatever arrives later makes an edge; so while the
+ * count still equals the snapshot taken before that short read (kept in
+ * `rdrain`), the queue is still empty, and the next read of a task goes
+ * straight to the poller (io.c; a request-response server saves one
+ * system call per request that way). The end of the stream and errors are
+ * the exception: read reports them without data, and their edge may have
+ * come before the short read, so the poller marks them (`rdhup`) and
+ * reads are never skipped after that.
+ *
+ * A second task waiting in the same direction, and every task in
+ * gmp_poll_fd, waits on `list` instead: a list of gmp__waiters with the
+ * poll bits each wants, under `lock`. The poller wakes every matching one
+ * (a thundering herd, but only for the rare case of several waiters on
+ * one descriptor; each retries its call).
+ *
+ * Threads that are not tasks (and tasks inside gmp_enter_syscall) never
+ * touch the slots: they block in poll(2) on the descriptor and on a
+ * per-descriptor eventfd that gmp_close writes. Why not a futex woken by
+ * the poller, like the other primitives' thread waiters? Because then a
+ * thread's I/O would depend on some M running the poller, which happens
+ * only while the runtime runs and tasks wait on I/O; poll(2) works with
+ * the runtime stopped and costs the scheduler nothing. The eventfd is made
+ * on first need and kept until gmp_close; if it cannot be made (no
+ * descriptors left), the thread polls in 10 ms slices and checks CLOSING.
+ *
+ * References and closing (Go's fdMutex and Close)
+ * ------------------------------------------------
+ * `ref` counts the calls in flight on the descriptor; its top bit, CLOSING,
+ * is set by gmp_close. A call takes a reference on entry (failing with
+ * -EBADF if CLOSING is set) and drops it on return. gmp_close takes one
+ * too, setting CLOSING in the same CAS, wakes every waiter (they return
+ * -EBADF), unregisters from epoll, and for a non-blocking descriptor waits
+ * until it holds the only reference; whoever drops the last reference
+ * resets the descriptor, closes the number (marking the descriptor CLOSED
+ * meanwhile, see final_close) and reopens the descriptor for the number's
+ * next file. So a woken call can never retry its system call on a number
+ * that has meanwhile been closed and reused for another file: the number
+ * stays open until it has left. A blocking descriptor's callers may sit
+ * in read(2) forever, so there gmp_close does not wait; the last caller
+ * out closes it (as Go does).
+ *
+ * A number closed with plain close() and reused
+ * ---------------------------------------------
+ * The runtime never sees that close, so the descriptor still says
+ * "registered" while epoll has forgotten the file (epoll drops a file when
+ * its last reference goes) or, if the old file lives on elsewhere (dup,
+ * fork), still watches the old file under our cookie. How can we tell,
+ * without a system call on every I/O call? We cannot, but we need to know
+ * only before a task parks, and parking already costs system calls:
+ * before the first park of each call (`arm`) we try EPOLL_CTL_ADD. epoll
+ * keys a registration by the pair (number, open file), so:
+ *
+ *   EEXIST   the file behind the number is the one we registered; carry on
+ *   success  a new file: it is now registered. Bump `seq` (the file's
+ *            generation, part of the epoll cookie), so that events still
+ *            coming for the old file are recognised as stale and dropped,
+ *            and wake every task still parked on the old file: it returns
+ *            -EBADF (its file is gone; SPEC §8 asks only that the new file
+ *            work, but leaving them parked forever helps nobody).
+ *
+ * fstat's (st_dev, st_ino) would also spot a new file, at the same price
+ * (one system call per park), but inode numbers are recycled, and the ADD
+ * registers the new file in the same breath. Calls that do not park (the
+ * data was there) never look, and need not: nothing of the old file is
+ * used on that path except `kind`, which io.c corrects from the calls'
+ * own results (a stale "drained stream" only sends a read to the poller,
+ * where arm notices the new file and the read is retried). The one thing
+ * that is not noticed is a thread blocked in poll(2) on the old file; it
+ * stays there until the old file is ready.
+ *
+ * The cookie
+ * ----------
+ * The epoll data word is (1 << 63) | seq << 32 | fd: the top bit keeps it
+ * from ever equalling netpoll.c's break cookie (a user-space address), the
+ * fd finds the descriptor and seq filters stale events, as Go's fdseq
+ * does for its recycled pollDescs.
+ *
+ * Barriers
+ * --------
+ * A waiter registers (CAS into its slot, or pushes itself on the list)
+ * and then reads `edges` with a read-modify-write (add 0); a waker bumps
+ * `edges` with a read-modify-write and then looks at the slot and the
+ * list. RMWs of one word are totally ordered, and a _full RMW both
+ * releases and acquires: if the waiter's RMW comes first, the waker's
+ * reads from it and so sees the registration made before it; if the
+ * waker's comes first, the waiter reads the bumped count and retries.
+ * gmp_close sets CLOSING and bumps `edges` the same way, so a waiter that
+ * registered just then either is woken or sees the bump (and then
+ * CLOSING, when its retry takes a reference or re-checks).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netpoll.h"
+#include "pollfd.h"
+#include "wait.h"
+
+#define PD_NIL ((uintptr_t)0)
+#define PD_PENDING ((uintptr_t)1) /* or'ed into a G pointer (aligned) */
+
+#define PD_CLOSING 0x80000000u
+#define PD_CLOSED 0x40000000u /* with CLOSING: close(2) under way */
+#define PD_COUNT(v) ((v) & ~(PD_CLOSING | PD_CLOSED))
+#define PD_SEQ_MASK 0x7fffffffu
+#define PD_COOKIE_TAG (1ull << 63)
+
+struct gmp__pd {
+	/* What every call and the poller touch, in the first cache line. */
+	gmp__mutex lock;            /* protects the fields marked "lock" */
+	volatile uint32_t ref;      /* atomic: calls in flight, CLOSING and
+				       CLOSED (see final_close) */
+	volatile uint32_t seq;      /* atomic: the file's generation; changed
+				       under lock, read lock-free by the
+				       poller */
+	volatile uint32_t edges;    /* atomic: bumped and checked with RMWs,
+				       snapshot with a load (see the top) */
+	volatile uintptr_t rg, wg;  /* atomic: NIL, g|PENDING or g */
+	gmp__waiter *volatile list; /* lock; the poller peeks at it, so it
+				       is stored and loaded atomically */
+	volatile uint32_t kind;     /* racy hint: GMP__PD_KIND_* */
+	volatile uint32_t rdrain;   /* racy: 1 + the edge count before the
+				       last short read of a stream, 0 none
+				       (gmp__pd_drained) */
+	int fd;                     /* immutable: the descriptor number */
+	uint32_t epgen;             /* lock: the netpoll generation we are
+				       registered with; 0: not registered */
+	int evfd1;                  /* lock: eventfd for threads, plus one;
+				       0: none yet */
+	volatile uint32_t rdhup;    /* atomic: the poller saw the file's end
+				       or an error (gmp__pd_drained) */
+	/* Closing. */
+	gmp__waiter *closer; /* lock: gmp_close waiting for callers */
+} __attribute__((aligned(64)));
+
+_Static_assert(offsetof(gmp__pd, rdhup) < 64,
+	       "a call's and the poller's fields share one cache line");
+
+#define PD_CHUNK_SHIFT 10
+#define PD_CHUNK (1 << PD_CHUNK_SHIFT)
+
+/* atomic: NULL, or a chunk published with a release CAS */
+static gmp__pd *volatile pd_chunks[GMP__PD_MAX_FD >> PD_CHUNK_SHIFT];
+
+/* ---- the table -------------------------------------------------------------- */
+
+static gmp__pd *chunk_new(int i)
+{
+	size_t size = PD_CHUNK * sizeof(gmp__pd);
+	int saved = errno;
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		errno = saved;
+		return NULL;
+	}
+	gmp__pd *c = mem; /* zero-filled: every field's initial state */
+	for (int k = 0; k < PD_CHUNK; k++)
+		c[k].fd = i * PD_CHUNK + k;
+	/* release: publishes the fds; pairs with the acquire in lookups */
+	if (!gmp__casp_rel(&pd_chunks[i], NULL, c)) {
+		munmap(mem, size); /* another thread won */
+		c = gmp__loadp_acq(&pd_chunks[i]);
+	}
+	errno = saved;
+	return c;
+}
+
+static inline gmp__pd *pd_lookup(int fd)
+{
+	if (fd < 0 || fd >= GMP__PD_MAX_FD)
+		return NULL;
+	gmp__pd *c = gmp__loadp_acq(&pd_chunks[fd >> PD_CHUNK_SHIFT]);
+	return c ? &c[fd & (PD_CHUNK - 1)] : NULL;
+}
+
+static gmp__pd *pd_get(int fd, int *err)
+{
+	if (fd < 0) {
+		*err = -EBADF;
+		return NULL;
+	}
+	if (fd >= GMP__PD_MAX_FD) {
+		*err = -EMFILE;
+		return NULL;
+	}
+	gmp__pd *c = gmp__loadp_acq(&pd_chunks[fd >> PD_CHUNK_SHIFT]);
+	if (GMP__UNLIKELY(!c) && !(c = chunk_new(fd >> PD_CHUNK_SHIFT))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return &c[fd & (PD_CHUNK - 1)];
+}
+
+int gmp__pd_kind(const gmp__pd *pd)
+{
+	return (int)gmp__load32_rlx(&pd->kind);
+}
+
+void gmp__pd_set_kind(gmp__pd *pd, int kind)
+{
+	gmp__store32_rlx(&pd->kind, (uint32_t)kind);
+}
+
+bool gmp__pd_caller_is_task(void)
+{
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m ? gmp__loadp_rlx(&m->curg) : NULL;
+	return g && gmp__load32_rlx(&g->status) == GMP__G_RUNNING;
+}
+
+static void *cookie(const gmp__pd *pd, uint32_t seq)
+{
+	uint64_t c = PD_COOKIE_TAG | (uint64_t)(seq & PD_SEQ_MASK) << 32 |
+		     (uint32_t)pd->fd;
+	return (void *)(uintptr_t)c;
+}
+
+static void pd_unlock(void *arg)
+{
+	gmp__unlock(&((gmp__pd *)arg)->lock);
+}
+
+/* ---- the edge count ----------------------------------------------------------- */
+
+void gmp__pd_snapshot(gmp__pd *pd, gmp__pd_op *op)
+{
+	/* The count only moves forward, and a stale value only makes
+	 * edges_moved see a change (a retry). Acquire, for
+	 * gmp__pd_drained's rdhup. */
+	op->edges = gmp__load32_acq(&pd->edges);
+}
+
+void gmp__pd_drained_at(gmp__pd *pd, const gmp__pd_op *op)
+{
+	gmp__store32_rlx(&pd->rdrain, op->edges + 1);
+}
+
+bool gmp__pd_drained(gmp__pd *pd, gmp__pd_op *op)
+{
+	/* An empty queue is not the whole story: the end of the stream (or
+	 * an error) makes read return at once without any data, and its
+	 * edge may have come before the short read. pd_ready sets rdhup
+	 * before its bump; acquire: if we see the count of that bump (or a
+	 * later one), we see rdhup. A count older than the latest bump only
+	 * costs a retry: gmp__pd_wait re-reads it with an RMW after
+	 * registering, and sees any edge since op->edges (see the top). */
+	uint32_t e = gmp__load32_acq(&pd->edges);
+	if (gmp__load32_rlx(&pd->rdhup) ||
+	    gmp__load32_rlx(&pd->rdrain) != e + 1)
+		return false;
+	op->edges = e;
+	return true;
+}
+
+/* The waker's half: bump the count, then look at the slots and list. */
+static void edges_bump(gmp__pd *pd)
+{
+	/* full: the RMW pair of "Barriers" at the top */
+	gmp__add32_full(&pd->edges, 1);
+}
+
+/* The waiter's half, after registering: has anything happened since the
+ * snapshot? */
+static bool edges_moved(gmp__pd *pd, const gmp__pd_op *op)
+{
+	/* full: an RMW, not a load, so that it is ordered with the
+	 * waker's bump in the word's modification order (see the top) */
+	return gmp__add32_full(&pd->edges, 0) != op->edges;
+}
+
+/* The call's file is gone: gmp_close'd, or the number names a new file. */
+static bool broken(gmp__pd *pd, const gmp__pd_op *op)
+{
+	return (gmp__load32_acq(&pd->ref) & PD_CLOSING) ||
+	       (op->armed &&
+		(gmp__load32_acq(&pd->seq) & PD_SEQ_MASK) != op->seq);
+}
+
+/* ---- wait slots --------------------------------------------------------------- */
+
+/* A waker empties the slot. Returns the parked task it held, which the
+ * caller must ready; NULL if there was none (a pending registration is
+ * cancelled: its commit will fail). */
+static gmp_g *slot_wake(volatile uintptr_t *slot)
+{
+	for (;;) {
+		uintptr_t old = gmp__loadp_acq(slot);
+		if (old == PD_NIL)
+			return NULL;
+		/* full: orders our reads of the task after its commit */
+		if (gmp__casp_full(slot, old, PD_NIL)) {
+			if (old & PD_PENDING)
+				return NULL;
+			gmp__netpoll_adjust_waiters(-1);
+			return (gmp_g *)old;
+		}
+	}
+}
+
+/* gmp_park's unlock function (Go's netpollblockcommit): runs on g0 once
+ * the task is WAITING. If its registration is still there, the task is
+ * now parked in the slot; if a waker cancelled it, the task resumes. */
+static bool block_commit(gmp_g *g, void *arg)
+{
+	volatile uintptr_t *slot = arg;
+	/* full: publishes the parked G to slot_wake's acquire */
+	if (!gmp__casp_full(slot, (uintptr_t)g | PD_PENDING, (uintptr_t)g))
+		return false;
+	gmp__netpoll_adjust_waiters(1);
+	return true;
+}
+
+/* ---- list waiters -------------------------------------------------------------- */
+
+/* Under lock. */
+static void list_push(gmp__pd *pd, gmp__waiter *w)
+{
+	w->prev = NULL;
+	w->next = pd->list;
+	if (pd->list)
+		pd->list->prev = w;
+	gmp__storep_rel(&pd->list, w);
+	gmp__netpoll_adjust_waiters(1);
+}
+
+/* Under lock. */
+static void list_remove(gmp__pd *pd, gmp__waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		gmp__storep_rel(&pd->list, w->next);
+	if (w->next)
+		w->next->prev = w->prev;
+	w->next = w->prev = NULL;
+	gmp__netpoll_adjust_waiters(-1);
+}
+
+/* Under lock: claims every list waiter (but those whose deadline claimed
+ * them first), takes it off the list and chains it through `next` for
+ * list_wake, with `result` set. */
+static gmp__waiter *list_take_all(gmp__pd *pd, int result)
+{
+	gmp__waiter *chain = NULL, *next;
+	for (gmp__waiter *w = pd->list; w; w = next) {
+		next = w->next;
+		if (!gmp__waiter_claim(w))
+			continue; /* its deadline won; it removes itself */
+		list_remove(pd, w);
+		w->result = result;
+		w->next = chain;
+		chain = w;
+	}
+	return chain;
+}
+
+static void list_wake(gmp__waiter *chain)
+{
+	while (chain) {
+		gmp__waiter *next = chain->next; /* w is gone after the wake */
+		gmp__waiter_wake(chain);
+		chain = next;
+	}
+}
+
+/* The poll bits a list waiter takes as "ready": what it asked for, and
+ * the errors poll(2) always reports. A peer's shutdown is readable EOF. */
+static uint32_t want_bits(int events)
+{
+	uint32_t want = (uint32_t)events | POLLERR | POLLHUP;
+	if (events & POLLIN)
+		want |= POLLRDHUP;
+	return want;
+}
+
+static int ready_bits(uint32_t ev, int events)
+{
+	int r = (int)(ev & ((uint32_t)events | POLLERR | POLLHUP));
+	if ((ev & POLLRDHUP) && (events & POLLIN))
+		r |= POLLIN;
+	return r;
+}
+
+int gmp__poll_now(int fd, int events)
+{
+	struct pollfd p = { .fd = fd, .events = (short)events };
+	int saved = errno, r;
+	while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		r = -errno;
+	else if (p.revents & POLLNVAL)
+		r = -EBADF;
+	else
+		r = p.revents;
+	errno = saved;
+	return r;
+}
+
+/* A task waits on the list for `events` until the deadline (< 0: none),
+ * unless an edge came after op's snapshot. The descriptor must be armed.
+ * Returns the ready bits reported by the poller (> 0), 0 when the caller
+ * should look again (the deadline passed, or the count moved), or
+ * -EBADF. */
+static int list_wait(gmp__pd *pd, int events, int64_t deadline,
+		     const gmp__pd_op *op)
+{
+	gmp__waiter w;
+	gmp__waiter_init(&w);
+	w.ticket = events;
+	w.c = pd;
+	gmp__lock(&pd->lock);
+	if (broken(pd, op)) {
+		gmp__unlock(&pd->lock);
+		return -EBADF;
+	}
+	list_push(pd, &w);
+	if (edges_moved(pd, op)) {
+		list_remove(pd, &w);
+		gmp__unlock(&pd->lock);
+		return 0;
+	}
+	/* Still under the lock: no waker can claim w before it sleeps. */
+	gmp__waiter_sleep(&w, pd_unlock, pd,
+			  events & POLLIN ? GMP__WAIT_IO_READ
+					  : GMP__WAIT_IO_WRITE,
+			  deadline);
+	if (w.woken) /* the waker took w off the list */
+		return w.result < 0 ? w.result
+				    : ready_bits((uint32_t)w.result, events);
+	gmp__lock(&pd->lock);
+	list_remove(pd, &w); /* timed out: still on it (wakers leave it) */
+	gmp__unlock(&pd->lock);
+	return 0;
+}
+
+/* ---- registration --------------------------------------------------------------- */
+
+/* Makes sure epoll watches the file now behind pd->fd under our cookie,
+ * and records its generation in op (see "A number closed with plain
+ * close() and reused" at the top). Returns 0, -EBADF if closing, or the
+ * epoll error (-EPERM: a file epoll cannot watch). */
+static int arm(gmp__pd *pd, gmp__pd_op *op)
+{
+	int err = gmp__netpoll_init();
+	if (err)
+		return err;
+	uint32_t gen = gmp__netpoll_generation();
+	gmp_g *rg = NULL, *wg = NULL;
+	gmp__waiter *stale = NULL;
+	gmp__lock(&pd->lock);
+	if (gmp__load32_rlx(&pd->ref) & PD_CLOSING) {
+		gmp__unlock(&pd->lock);
+		return -EBADF;
+	}
+	uint32_t seq = gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK;
+	bool had = pd->epgen == gen;
+	uint32_t nseq = had ? (seq + 1) & PD_SEQ_MASK : seq;
+	err = gmp__netpoll_open(pd->fd, cookie(pd, nseq));
+	if (err == 0 && had) {
+		/* A new file behind the number. */
+		gmp__store32_rel(&pd->seq, nseq);
+		/* An edge of the new registration delivered between the ADD
+		 * and the store above carried nseq while seq still said
+		 * otherwise, and pd_ready dropped it: re-arm, which reports
+		 * the current readiness afresh. */
+		gmp__netpoll_modify(pd->fd, cookie(pd, nseq));
+		/* Whoever waits here waits on the old file, and what we knew
+		 * of its kind is no longer true. */
+		gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
+		gmp__store32_rlx(&pd->rdrain, 0);
+		gmp__store32_rlx(&pd->rdhup, 0);
+		edges_bump(pd);
+		rg = slot_wake(&pd->rg);
+		wg = slot_wake(&pd->wg);
+		stale = list_take_all(pd, -EBADF);
+	} else if (err == -EEXIST) {
+		/* Registered already: by us, with our current cookie, unless
+		 * we had forgotten it (then make the cookie current). */
+		if (!had)
+			gmp__netpoll_modify(pd->fd, cookie(pd, seq));
+		err = 0;
+	}
+	if (err == 0) {
+		pd->epgen = gen;
+		op->seq = gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK;
+		op->armed = true;
+	}
+	gmp__unlock(&pd->lock);
+	if (rg)
+		gmp__ready(rg, true);
+	if (wg)
+		gmp__ready(wg, true);
+	list_wake(stale);
+	return err;
+}
+
+/* ---- the poller's side -------------------------------------------------------- */
+
+void gmp__pd_ready(void *ck, uint32_t events, gmp__gqueue *q)
+{
+	uint64_t c = (uint64_t)(uintptr_t)ck;
+	if (!(c & PD_COOKIE_TAG))
+		return;
+	gmp__pd *pd = pd_lookup((int)(uint32_t)c);
+	if (!pd || (gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK) !=
+			   ((uint32_t)(c >> 32) & PD_SEQ_MASK))
+		return; /* an event for a file we no longer watch */
+	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		gmp__store32_rlx(&pd->rdhup, 1); /* released by the bump */
+	edges_bump(pd);
+	/* Go's choice of bits: errors and hang-ups wake both directions, so
+	 * that the retried call reports them. */
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+		gmp_g *g = slot_wake(&pd->rg);
+		if (g)
+			gmp__gq_push(q, g);
+	}
+	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
+		gmp_g *g = slot_wake(&pd->wg);
+		if (g)
+			gmp__gq_push(q, g);
+	}
+	/* acquire: after the bump (see "Barriers" at the top) */
+	if (!gmp__loadp_acq(&pd->list))
+		return;
+	gmp__lock(&pd->lock);
+	gmp__waiter *next;
+	for (gmp__waiter *w = pd->list; w; w = next) {
+		next = w->next;
+		if (!(events & want_bits((int)w->ticket)) ||
+		    !gmp__waiter_claim(w))
+			continue;
+		list_remove(pd, w);
+		w->result = (int)(events & 0x7fffffff);
+		/* gmp__waiter_wake, except that the task goes to q: the
+		 * poller's caller readies everything it found at once. The
+		 * task is parked (it left the lock in its unlock function),
+		 * so w stays valid until then. */
+		gmp_g *g = w->g;
+		gmp__store32_rel(&w->state, GMP__WAIT_WOKEN);
+		gmp__gq_push(q, g);
+	}
+	gmp__unlock(&pd->lock);
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+/* A task whose descriptor epoll cannot watch blocks its thread instead
+ * (such files are always ready, so this is brief). */
+static int wait_unpollable(gmp__pd *pd, int events, int64_t deadline)
+{
+	gmp_enter_syscall();
+	int r = gmp__pd_wait_thread(pd, events, deadline);
+	gmp_exit_syscall();
+	return r;
+}
+
+int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
+{
+	volatile uintptr_t *slot = mode == GMP__PD_READ ? &pd->rg : &pd->wg;
+	int events = mode == GMP__PD_READ ? POLLIN : POLLOUT;
+	if (!op->armed) {
+		int err = arm(pd, op);
+		if (err == -EPERM) {
+			int r = wait_unpollable(pd, events, -1);
+			return r < 0 ? r : 0;
+		}
+		if (err)
+			return err;
+	}
+	if (broken(pd, op))
+		return -EBADF;
+	gmp_g *g = gmp_current();
+	uintptr_t mine = (uintptr_t)g | PD_PENDING;
+	/* full: registration, then edges_moved's RMW (see the top) */
+	if (!gmp__casp_full(slot, PD_NIL, mine)) {
+		/* Another task waits in this direction. */
+		int r = list_wait(pd, events, -1, op);
+		return r < 0 ? r : 0;
+	}
+	if (!edges_moved(pd, op) && !broken(pd, op)) {
+		gmp__park(block_commit, (void *)slot,
+			  mode == GMP__PD_READ ? GMP__WAIT_IO_READ
+					       : GMP__WAIT_IO_WRITE);
+		/* Woken (a waker emptied the slot), or the commit failed (a
+		 * waker cancelled our registration): either way the slot is
+		 * no longer ours. */
+	} else {
+		/* Not parking: withdraw, unless a waker already did. */
+		gmp__casp_full(slot, mine, PD_NIL);
+	}
+	return broken(pd, op) ? -EBADF : 0;
+}
+
+int gmp__pd_poll_task(gmp__pd *pd, int events, int64_t deadline)
+{
+	gmp__pd_op op = { 0, 0, false };
+	int err = arm(pd, &op);
+	if (err == -EPERM)
+		return wait_unpollable(pd, events, deadline);
+	if (err)
+		return err;
+	for (;;) {
+		gmp__pd_snapshot(pd, &op);
+		int r = gmp__poll_now(pd->fd, events);
+		if (r != 0)
+			return r;
+		if (deadline >= 0 && gmp__nanotime() >= deadline)
+			return 0;
+		r = list_wait(pd, events, deadline, &op);
+		if (r != 0)
+			return r;
+	}
+}
+
+int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline)
+{
+	gmp__lock(&pd->lock);
+	if (gmp__load32_rlx(&pd->ref) & PD_CLOSING) {
+		gmp__unlock(&pd->lock);
+		return -EBADF;
+	}
+	if (!pd->evfd1) {
+		int saved = errno;
+		int e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		errno = saved;
+		if (e >= 0)
+			pd->evfd1 = e + 1;
+	}
+	/* Valid until we drop our reference: only the final close (which
+	 * needs every reference gone) closes it. */
+	int efd = pd->evfd1 - 1;
+	gmp__unlock(&pd->lock);
+
+	int saved = errno, r;
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = pd->fd, .events = (short)events },
+			{ .fd = efd, .events = POLLIN },
+		};
+		int64_t left = -1;
+		if (deadline >= 0) {
+			left = deadline - gmp__nanotime();
+			if (left < 0)
+				left = 0;
+		}
+		if (efd < 0 && (left < 0 || left > 10 * 1000 * 1000))
+			left = 10 * 1000 * 1000; /* no eventfd: watch CLOSING */
+		struct timespec ts = { (time_t)(left / 1000000000),
+				       (long)(left % 1000000000) };
+		int n = ppoll(p, efd >= 0 ? 2 : 1, left >= 0 ? &ts : NULL,
+			      NULL);
+		if (gmp__load32_acq(&pd->ref) & PD_CLOSING) {
+			r = -EBADF;
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (p[0].revents & POLLNVAL) {
+			r = -EBADF;
+			break;
+		}
+		if (p[0].revents) {
+			r = p[0].revents;
+			break;
+		}
+		if (deadline >= 0 && gmp__nanotime() >= deadline) {
+			r = 0;
+			break;
+		}
+	}
+	errno = saved;
+	return r;
+}
+
+/* ---- references and closing -------------------------------------------------- */
+
+/* The number's last close(2) is under way (CLOSED): the caller is not
+ * late for the old file but early for whatever the number names next, so
+ * it waits for the descriptor to reopen, which takes only as long as that
+ * close(2). A task yields meanwhile, a thread gives up its CPU. */
+static void wait_reopen(gmp__pd *pd)
+{
+	bool task = gmp__pd_caller_is_task();
+	while (gmp__load32_acq(&pd->ref) & PD_CLOSED) {
+		if (task)
+			gmp_yield();
+		else
+			gmp__osyield();
+	}
+}
+
+gmp__pd *gmp__pd_acquire(int fd, int *err)
+{
+	gmp__pd *pd = pd_get(fd, err);
+	if (!pd)
+		return NULL;
+	uint32_t v = gmp__load32_rlx(&pd->ref);
+	for (;;) {
+		if (GMP__UNLIKELY(v & PD_CLOSED)) {
+			wait_reopen(pd);
+			v = gmp__load32_rlx(&pd->ref);
+			continue;
+		}
+		if (v & PD_CLOSING) {
+			*err = -EBADF;
+			return NULL;
+		}
+		/* full: acquire for the descriptor's state; see release */
+		uint32_t seen = gmp__fcas32_full(&pd->ref, v, v + 1);
+		if (seen == v)
+			return pd;
+		v = seen;
+	}
+}
+
+/* The last reference is gone after a gmp_close: reset the descriptor for
+ * the number's next file, close the number, and reopen the descriptor.
+ * Calls that come meanwhile fail with -EBADF (CLOSING: they are late for
+ * this file) until the close(2) begins, then wait for it (CLOSED: they
+ * are early for the next), so none can slip in and park on a file that
+ * is about to go. Returns close's result. */
+static int final_close(gmp__pd *pd)
+{
+	gmp__lock(&pd->lock);
+	if (gmp__loadp_rlx(&pd->rg) != PD_NIL ||
+	    gmp__loadp_rlx(&pd->wg) != PD_NIL || pd->list)
+		gmp__throw("gmp_close: descriptor %d still has waiters after "
+			   "its last user left",
+			   pd->fd);
+	int efd = pd->evfd1 - 1;
+	pd->evfd1 = 0;
+	pd->closer = NULL;
+	pd->epgen = 0;
+	gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
+	gmp__store32_rlx(&pd->rdrain, 0);
+	gmp__store32_rlx(&pd->rdhup, 0);
+	gmp__store32_rel(&pd->ref, PD_CLOSING | PD_CLOSED);
+	gmp__unlock(&pd->lock);
+	int saved = errno;
+	if (efd >= 0)
+		close(efd);
+	int res = close(pd->fd) == 0 || errno == EINTR ? 0 : -errno;
+	errno = saved;
+	/* release: the reset happens before anyone takes a new reference */
+	gmp__store32_rel(&pd->ref, 0);
+	return res;
+}
+
+static void wake_closer(gmp__pd *pd)
+{
+	gmp__lock(&pd->lock);
+	gmp__waiter *w = pd->closer;
+	if (w && gmp__waiter_claim(w)) {
+		pd->closer = NULL;
+		gmp__unlock(&pd->lock);
+		gmp__waiter_wake(w);
+		return;
+	}
+	gmp__unlock(&pd->lock);
+}
+
+void gmp__pd_release(gmp__pd *pd)
+{
+	/* full: our use of the file happens before the count drops
+	 * (release), and the final close sees all of it (acquire) */
+	uint32_t v = gmp__add32_full(&pd->ref, -1) - 1;
+	if (GMP__LIKELY(!(v & PD_CLOSING)))
+		return;
+	if (PD_COUNT(v) == 0)
+		final_close(pd); /* the closer did not wait for us */
+	else if (PD_COUNT(v) == 1)
+		wake_closer(pd); /* only the closer's reference is left */
+}
+
+/* The closer waits until its reference is the only one. */
+static void wait_for_callers(gmp__pd *pd)
+{
+	for (;;) {
+		gmp__lock(&pd->lock);
+		if (PD_COUNT(gmp__load32_acq(&pd->ref)) <= 1) {
+			gmp__unlock(&pd->lock);
+			return;
+		}
+		gmp__waiter w;
+		gmp__waiter_init(&w);
+		pd->closer = &w;
+		gmp__waiter_sleep(&w, pd_unlock, pd, GMP__WAIT_IO_WRITE, -1);
+	}
+}
+
+int gmp__pd_close(int fd)
+{
+	int err = 0;
+	gmp__pd *pd = pd_get(fd, &err);
+	if (!pd) {
+		if (err == -EBADF)
+			return err;
+		/* Beyond the table, or no memory for it: nobody can wait on
+		 * this number in the runtime, so a plain close will do. */
+		int saved = errno;
+		int r = close(fd) == 0 || errno == EINTR ? 0 : -errno;
+		errno = saved;
+		return r;
+	}
+	gmp__lock(&pd->lock);
+	uint32_t v = gmp__load32_rlx(&pd->ref);
+	for (;;) {
+		if (GMP__UNLIKELY(v & PD_CLOSED)) {
+			gmp__unlock(&pd->lock);
+			wait_reopen(pd);
+			gmp__lock(&pd->lock);
+			v = gmp__load32_rlx(&pd->ref);
+			continue;
+		}
+		if (v & PD_CLOSING) {
+			gmp__unlock(&pd->lock);
+			return -EBADF; /* another gmp_close got there first */
+		}
+		uint32_t seen =
+			gmp__fcas32_full(&pd->ref, v, (v + 1) | PD_CLOSING);
+		if (seen == v)
+			break;
+		v = seen;
+	}
+	/* Events still in flight for this file are stale from here on. */
+	gmp__store32_rel(&pd->seq, (pd->seq + 1) & PD_SEQ_MASK);
+	edges_bump(pd); /* after CLOSING: see "Barriers" at the top */
+	gmp_g *rg = slot_wake(&pd->rg);
+	gmp_g *wg = slot_wake(&pd->wg);
+	gmp__waiter *chain = list_take_all(pd, -EBADF);
+	int saved = errno;
+	if (pd->evfd1) {
+		uint64_t one = 1;
+		while (write(pd->evfd1 - 1, &one, sizeof one) < 0 &&
+		       errno == EINTR)
+			;
+	}
+	/* Unregister while the number still names the file (epoll cannot
+	 * forget a file by any other handle); it would also go by itself
+	 * when the file's last reference does, but not if it was dup()ed. */
+	if (pd->epgen && pd->epgen == gmp__netpoll_generation())
+		gmp__netpoll_close(fd);
+	pd->epgen = 0;
+	int fl = fcntl(fd, F_GETFL);
+	errno = saved;
+	gmp__unlock(&pd->lock);
+
+	if (rg)
+		gmp__ready(rg, true);
+	if (wg)
+		gmp__ready(wg, true);
+	list_wake(chain);
+	/* The woken leave at once from a non-blocking descriptor; from a
+	 * blocking one a caller may sit in read(2) for good (see the top). */
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		wait_for_callers(pd);
+	v = gmp__add32_full(&pd->ref, -1) - 1;
+	if (PD_COUNT(v) == 0)
+		return final_close(pd);
+	return 0; /* the last caller out closes it */
+}
+
+/* ---- fork ------------------------------------------------------------------- */
+
+/* In the child of fork() (fork.c), on its only thread: the parent's tasks
+ * and threads are gone, so no call is in flight and nobody waits. Every
+ * descriptor forgets its references (a gmp_close in progress in the
+ * parent included: the child's copy of the number is still open), its
+ * waiters and its epoll registration (the child's runtime will have a new
+ * instance, of a new generation); the eventfds for threads are copies
+ * shared with the parent, so the child closes its copies and makes its
+ * own when needed. The file generations, edge counts and kinds stay: they
+ * are still true of the same files. Only stores and close(2), as befits
+ * an atfork child handler. */
+void gmp__pd_forked(void)
+{
+	for (int i = 0; i < (GMP__PD_MAX_FD >> PD_CHUNK_SHIFT); i++) {
+		gmp__pd *c = gmp__loadp_rlx(&pd_chunks[i]);
+		if (!c)
+			continue;
+		for (int k = 0; k < PD_CHUNK; k++) {
+			gmp__pd *pd = &c[k];
+			pd->lock = (gmp__mutex)GMP__MUTEX_INIT;
+			gmp__store32_rlx(&pd->ref, 0);
+			gmp__storep_rlx(&pd->rg, PD_NIL);
+			gmp__storep_rlx(&pd->wg, PD_NIL);
+			gmp__storep_rlx(&pd->list, NULL);
+			pd->closer = NULL;
+			pd->epgen = 0;
+			if (pd->evfd1)
+				close(pd->evfd1 - 1);
+			pd->evfd1 = 0;
+		}
+	}
+}

@@ -1,0 +1,112 @@
+/* Poll descriptors: what the runtime knows about each file descriptor that
+ * the I/O calls (io.c) have used. The network poller's half of Go's
+ * pollDesc (runtime/netpoll.go) and the reference count of Go's fdMutex
+ * (internal/poll/fd_mutex.go), in one object per descriptor number.
+ *
+ * io.c brackets every call on fd with gmp__pd_acquire/gmp__pd_release
+ * (the reference that keeps gmp_close from closing the number under it),
+ * makes the system call, and on EAGAIN waits here: a task in the poller
+ * (gmp__pd_wait), any other caller in poll(2) (gmp__pd_wait_thread). See
+ * pollfd.c for the states and the protocols.
+ */
+#ifndef GMP_POLLFD_H
+#define GMP_POLLFD_H
+
+#include "internal.h"
+
+typedef struct gmp__pd gmp__pd;
+
+/* What one I/O call knows about its descriptor while it runs: the
+ * generation of the file it works on (learnt when it first registers with
+ * the poller), so that it can tell when the number has come to mean
+ * another file, and the edge count before its latest attempt. Lives on
+ * the caller's stack. */
+typedef struct gmp__pd_op {
+	uint32_t seq;   /* the file's generation, once armed */
+	uint32_t edges; /* the descriptor's edge count before the call's
+			   latest attempt (gmp__pd_snapshot) */
+	bool armed;     /* registration checked during this call */
+} gmp__pd_op;
+
+enum { GMP__PD_READ = 0, GMP__PD_WRITE = 1 };
+
+/* What kind of file a descriptor is, as far as gmp_read and gmp_write
+ * care (a racy hint, set and corrected by the calls themselves from their
+ * results; see io.c). */
+enum {
+	GMP__PD_KIND_UNKNOWN = 0,
+	GMP__PD_KIND_SOCKET = 1,       /* a socket of a type not asked yet */
+	GMP__PD_KIND_STREAM = 2,       /* a SOCK_STREAM socket */
+	GMP__PD_KIND_SOCKET_OTHER = 3, /* a socket of another type */
+	GMP__PD_KIND_OTHER = 4         /* not a socket */
+};
+
+/* Whether the caller is a task that may park (running, not inside a
+ * gmp_enter_syscall window); everyone else blocks its thread. */
+bool gmp__pd_caller_is_task(void);
+
+/* Takes a reference on fd's descriptor, creating it on first use. Returns
+ * it, or NULL with *err set: -EBADF for a negative fd or one being
+ * gmp_close()d, -EMFILE beyond the table (fd >= GMP__PD_MAX_FD), -ENOMEM. */
+gmp__pd *gmp__pd_acquire(int fd, int *err);
+
+/* Drops the reference. The last one out after a gmp_close closes the
+ * descriptor. Never blocks. */
+void gmp__pd_release(gmp__pd *pd);
+
+/* Records in op the descriptor's edge count; a task calls it before each
+ * attempt at a system call that may end in EAGAIN, so that gmp__pd_wait
+ * can tell whether readiness came after the attempt. One load. */
+void gmp__pd_snapshot(gmp__pd *pd, gmp__pd_op *op);
+
+/* A stream socket's receive queue was empty when a task's read returned
+ * short (fewer bytes than asked): gmp__pd_drained_at records that, with
+ * the edge count the reader snapshot before its read. gmp__pd_drained
+ * says whether no edge has come since, i.e. the queue is still empty (any
+ * data that arrived since made an edge): then a task may skip straight to
+ * gmp__pd_wait, with op's snapshot set to that count, instead of making a
+ * read that would only fail with EAGAIN. */
+void gmp__pd_drained_at(gmp__pd *pd, const gmp__pd_op *op);
+bool gmp__pd_drained(gmp__pd *pd, gmp__pd_op *op);
+
+/* After an attempt that failed with EAGAIN (snapshot taken before it), a
+ * task waits until the descriptor may be ready for `mode` (a spurious
+ * return is possible: retry the call, and on EAGAIN wait again). Returns
+ * 0, -EBADF when gmp_close'd (or the number now names another file), or
+ * -errno when the descriptor cannot be registered with epoll. A switch
+ * point. Call from a task only. */
+int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op);
+
+/* Any other caller: blocks the thread in poll(2) until fd is ready for
+ * `events` (poll bits), gmp_close wakes it, or the absolute deadline
+ * (gmp__nanotime; < 0 none) passes. Returns the ready bits (> 0), 0 at the
+ * deadline, or -errno (-EBADF when closed). */
+int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline);
+
+/* gmp_poll_fd for a task: the ready bits, 0 at the deadline (< 0: none),
+ * or -errno. A switch point. */
+int gmp__pd_poll_task(gmp__pd *pd, int events, int64_t deadline);
+
+/* poll(2) on fd without blocking: the ready bits (> 0), 0, or -errno
+ * (-EBADF for a bad descriptor, where poll(2) says POLLNVAL). errno is
+ * left alone. */
+int gmp__poll_now(int fd, int events);
+
+/* gmp_close: wakes every waiter with -EBADF, unregisters, and closes fd
+ * once no call uses it. Returns close(2)'s result as 0 / -errno (0 if
+ * another caller performs the close later), -EBADF if fd is already being
+ * closed. A switch point (it may wait for woken callers to leave). */
+int gmp__pd_close(int fd);
+
+/* In the child of fork(): forgets every reference, waiter, registration
+ * and thread eventfd of the parent's (see pollfd.c). fork.c calls it. */
+void gmp__pd_forked(void);
+
+/* The cached kind. */
+int gmp__pd_kind(const gmp__pd *pd);
+void gmp__pd_set_kind(gmp__pd *pd, int kind);
+
+/* The largest descriptor number the table covers, plus one. */
+#define GMP__PD_MAX_FD (1 << 24)
+
+#endif

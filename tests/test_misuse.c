@@ -1,0 +1,409 @@
+/* Misuse, answered: each row of the README's misuse table that no other
+ * suite covers. Calls that can fail answer -errno and start or change
+ * nothing; broken invariants print "gmp: ..." and abort (checked in a
+ * forked child). The table names, for every row, the test that covers it
+ * here or elsewhere. */
+#include <pthread.h>
+
+#include "gmp_test.h"
+#include "gmp_test_util.h"
+#include "internal.h"
+
+static gmp_stats stats(void)
+{
+	gmp_stats st;
+	gmp_stats_read(&st);
+	return st;
+}
+
+static void nop(void *arg)
+{
+	(void)arg;
+}
+
+/* ---- gmp_go(NULL) -------------------------------------------------------------- */
+
+static void go_null_task(void *arg)
+{
+	*(int64_t *)arg = gmp_go(NULL, NULL);
+}
+
+static void test_misuse_go_null(void **s)
+{
+	(void)s;
+	/* Off: -EINVAL, and the runtime is not started by it. */
+	assert_int_equal(gmp_go(NULL, NULL), -EINVAL);
+	assert_int_equal(stats().procs, 0);
+	/* From a task, too. */
+	int64_t r = 0;
+	tu_init(1);
+	assert_true(gmp_go(go_null_task, &r) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(r, -EINVAL);
+}
+
+/* ---- bad configuration ---------------------------------------------------------- */
+
+static void expect_einval(const gmp_config *c, const char *var, const char *val)
+{
+	if (var)
+		setenv(var, val, 1);
+	int r = gmp_init(c);
+	if (var)
+		unsetenv(var);
+	if (r != -EINVAL)
+		fail_msg("gmp_init with %s=%s: %d, not -EINVAL",
+			 var ? var : "cfg", val ? val : "", r);
+	assert_int_equal(stats().procs, 0); /* nothing started */
+	assert_int_equal(stats().threads_total, 0);
+}
+
+static void test_misuse_bad_config_values(void **s)
+{
+	(void)s;
+	gmp_config c;
+	c = (gmp_config){ .maxprocs = -1 };
+	expect_einval(&c, NULL, NULL);
+	c = (gmp_config){ .max_threads = -1 };
+	expect_einval(&c, NULL, NULL);
+	c = (gmp_config){ .stack_size = 16 * 1024 - 1 };
+	expect_einval(&c, NULL, NULL);
+	c = (gmp_config){ .stack_size =
+				  SIZE_MAX }; /* would wrap when rounded */
+	expect_einval(&c, NULL, NULL);
+	expect_einval(NULL, "GMP_MAXPROCS", "0");
+	expect_einval(NULL, "GMP_MAXPROCS", "-2");
+	expect_einval(NULL, "GMP_MAXPROCS", "4x");
+	expect_einval(NULL, "GMP_MAX_THREADS", "many");
+	expect_einval(NULL, "GMP_STACK_SIZE", "8K");
+	expect_einval(NULL, "GMP_STACK_SIZE", "64Q");
+	expect_einval(NULL, "GMP_STACK_SIZE", "-64K");
+	expect_einval(NULL, "GMP_STACK_SIZE", "99999999999999999999");
+	expect_einval(NULL, "GMP_STACK_GUARD", "sometimes");
+	expect_einval(NULL, "GMP_IDLE_THREAD_TIMEOUT", "-1");
+	expect_einval(NULL, "GMP_IDLE_THREAD_TIMEOUT", "soon");
+	expect_einval(NULL, "GMP_DEBUG", "randomize");
+	expect_einval(NULL, "GMP_DEBUG", "nosuchkey=1");
+	expect_einval(NULL, "GMP_DEBUG", "schedtrace=-5");
+	/* Not errors: a config value wins over the environment, and counts
+	 * beyond the limit are clamped. */
+	c = (gmp_config){ .maxprocs = 3 };
+	setenv("GMP_MAXPROCS", "junk", 1);
+	int r = gmp_init(&c);
+	unsetenv("GMP_MAXPROCS");
+	assert_int_equal(r, 0);
+	assert_int_equal(gmp_set_maxprocs(0), 3);
+	assert_int_equal(gmp_shutdown(), 0);
+	c = (gmp_config){ .maxprocs = 1 << 20, .stack_size = 16 * 1024 + 1 };
+	assert_int_equal(gmp_init(&c), 0);
+	assert_int_equal(gmp_set_maxprocs(0), 1024);
+	assert_true(gmp_go(nop, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* ---- gmp_init and gmp_shutdown from a task ------------------------------------- */
+
+static atomic_int init_r = 99, release_task;
+
+static void init_from_task(void *arg)
+{
+	(void)arg;
+	/* Wait until gmp_shutdown is draining (it waits for us). */
+	while (!atomic_load(&release_task))
+		gmp_yield();
+	gmp_config bad = { .maxprocs = -1 };
+	T_ASSERT(gmp_init(&bad) == -EINVAL);
+	atomic_store(&init_r, gmp_init(NULL));
+}
+
+static void *shutdown_thread(void *arg)
+{
+	*(int *)arg = gmp_shutdown();
+	return NULL;
+}
+
+/* gmp_init from a task changes nothing and returns 0, even while
+ * gmp_shutdown drains (it must not wait for gmp_shutdown, which waits for
+ * the task); gmp_shutdown from a task is -EPERM
+ * (test_sched_shutdown_from_task_eperm). */
+static void test_misuse_init_from_task_while_draining(void **s)
+{
+	(void)s;
+	tu_init(2);
+	assert_true(gmp_go(init_from_task, NULL) > 0);
+	int sr = -1;
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, shutdown_thread, &sr), 0);
+	usleep(20000);
+	assert_true(gmp_go(nop, NULL) == -ESHUTDOWN); /* it drains */
+	atomic_store(&release_task, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(sr, 0);
+	assert_int_equal(atomic_load(&init_r), 0);
+	assert_int_equal(stats().procs, 0);
+}
+
+/* ---- parking outside a task ------------------------------------------------------ */
+
+static bool park_in_unlock(gmp_g *g, void *arg)
+{
+	(void)g;
+	(void)arg;
+	gmp_park(NULL, NULL); /* on the scheduler's stack: not a task */
+	return false;
+}
+
+static void parker_task(void *arg)
+{
+	(void)arg;
+	gmp_park(park_in_unlock, NULL);
+}
+
+static void child_park_in_unlock(void *arg)
+{
+	(void)arg;
+	tu_init(1);
+	gmp_go(parker_task, NULL);
+	sleep(10);
+}
+
+/* Outside any task it aborts (test_sched_park_outside_task_aborts); in
+ * an unlock function, which runs on the scheduler's stack, as well. */
+static void test_misuse_park_in_unlock_function_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_park_in_unlock, NULL, "outside a task");
+}
+
+/* ---- gmp_exit outside a task --------------------------------------------------- */
+
+static void child_exit_outside(void *arg)
+{
+	(void)arg;
+	gmp_exit();
+}
+
+static void test_misuse_exit_outside_task_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_exit_outside, NULL,
+			"gmp_exit called outside a task");
+}
+
+/* ---- gmp_ready of a task that is not waiting ---------------------------------------- */
+
+static _Atomic(gmp_g *) ended_g;
+static atomic_int ended;
+
+static void ends_at_once(void *arg)
+{
+	(void)arg;
+	atomic_store(&ended_g, gmp_current());
+}
+
+static void dead_done(void *arg)
+{
+	(void)arg;
+	atomic_store(&ended, 1);
+}
+
+static void child_ready_dead(void *arg)
+{
+	(void)arg;
+	tu_init(1);
+	T_ASSERT(gmp_go(ends_at_once, NULL) > 0);
+	while (!atomic_load(&ended_g))
+		usleep(100);
+	/* Once its successor has run, the first task has surely ended. */
+	T_ASSERT(gmp_go(dead_done, NULL) > 0);
+	while (!atomic_load(&ended))
+		usleep(100);
+	usleep(10000);
+	gmp_ready(atomic_load(&ended_g)); /* its G is dead and unused */
+	sleep(5);
+}
+
+static void test_misuse_ready_of_dead_task_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_ready_dead, NULL, "is dead, not waiting");
+}
+
+static void spin_then_ready(void *arg)
+{
+	(void)arg;
+	/* The other task is RUNNABLE (queued behind us on the only P). */
+	gmp_ready(atomic_load(&ended_g));
+}
+
+static void queued(void *arg)
+{
+	(void)arg;
+}
+
+static void first_task(void *arg)
+{
+	(void)arg;
+	int64_t id = gmp_go(queued, NULL);
+	T_ASSERT(id > 0);
+	/* Find the queued G: it is the runnext of our P. */
+	gmp_m *m = gmp__getm();
+	atomic_store(&ended_g, gmp__loadp_rlx(&m->p->runnext));
+	spin_then_ready(NULL);
+}
+
+static void child_ready_runnable(void *arg)
+{
+	(void)arg;
+	tu_init(1);
+	T_ASSERT(gmp_go(first_task, NULL) > 0);
+	sleep(5);
+}
+
+/* Running: test_sched_ready_of_running_task_aborts; queued (runnable): */
+static void test_misuse_ready_of_runnable_task_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_ready_runnable, NULL, "is runnable, not waiting");
+}
+
+static void child_ready_null(void *arg)
+{
+	(void)arg;
+	tu_init(1);
+	gmp_ready(NULL);
+}
+
+static void test_misuse_ready_of_null_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_ready_null, NULL, "gmp_ready of a NULL task");
+}
+
+static void child_ready_after_shutdown(void *arg)
+{
+	(void)arg;
+	tu_init(1);
+	T_ASSERT(gmp_go(ends_at_once, NULL) > 0);
+	T_ASSERT(gmp_shutdown() == 0);
+	gmp_ready(atomic_load(&ended_g)); /* its memory is gone */
+}
+
+static void test_misuse_ready_after_shutdown_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_ready_after_shutdown, NULL,
+			"while the runtime is not running");
+}
+
+/* ---- every call after gmp_shutdown -------------------------------------------------- */
+
+static atomic_int after_ran;
+
+static void after_task(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&after_ran, 1);
+}
+
+static int after_main(void *arg)
+{
+	after_task(arg);
+	return 0;
+}
+
+static void *chan_peer(void *arg)
+{
+	int v = 0;
+	T_ASSERT(gmp_chan_recv(arg, &v) == 0 && v == 42);
+	return NULL;
+}
+
+/* The runtime off again: each call has a defined answer (SPEC §1 and the
+ * README's table): the ones that need the runtime start it afresh, the
+ * reading ones report nothing, the task-only ones do nothing, and the
+ * synchronisation calls work between plain threads. */
+static void test_misuse_calls_after_shutdown(void **s)
+{
+	(void)s;
+	tu_init(2);
+	assert_true(gmp_go(after_task, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	int64_t base = gmp__alloc_live();
+
+	/* Nothing running: reading and task-only calls. */
+	assert_int_equal(gmp_shutdown(), 0);
+	gmp_stats st;
+	memset(&st, 0xff, sizeof st);
+	assert_int_equal(gmp_stats_read(&st), 0);
+	assert_int_equal(st.procs, 0);
+	assert_int_equal(st.threads_total, 0);
+	assert_int_equal(st.tasks_live, 0);
+	assert_int_equal(gmp_self(), 0);
+	assert_null(gmp_current());
+	gmp_yield();
+	gmp_preempt_point();
+	gmp_enter_syscall();
+	gmp_exit_syscall();
+	gmp_enter_syscall_block();
+	gmp_exit_syscall();
+	gmp_lock_os_thread();
+	gmp_unlock_os_thread();
+	gmp_key key;
+	assert_int_equal(gmp_key_create(&key, NULL), 0);
+	assert_int_equal(gmp_setspecific(key, &key), -EPERM);
+	assert_null(gmp_getspecific(key));
+	assert_int_equal(gmp_stats_read(&st), 0);
+	assert_int_equal(st.procs, 0); /* none of these started it */
+
+	/* Synchronisation between plain threads needs no runtime. */
+	gmp_mutex mu = GMP_MUTEX_INIT;
+	gmp_mutex_lock(&mu);
+	assert_false(gmp_mutex_trylock(&mu));
+	gmp_mutex_unlock(&mu);
+	gmp_wg wg = GMP_WG_INIT;
+	gmp_wg_add(&wg, 1);
+	gmp_wg_done(&wg);
+	gmp_wg_wait(&wg);
+	gmp_chan *c = gmp_chan_new(sizeof(int), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, chan_peer, c), 0);
+	int v = 42;
+	assert_int_equal(gmp_chan_send(c, &v), 0);
+	pthread_join(th, NULL);
+	gmp_chan_close(c);
+	assert_int_equal(gmp_chan_recv(c, &v), -EPIPE);
+	gmp_chan_free(c);
+	int64_t t0 = gmp_nanotime();
+	gmp_sleep(2000000);
+	assert_true(gmp_nanotime() - t0 >= 2000000);
+	assert_int_equal(gmp_stats_read(&st), 0);
+	assert_int_equal(st.procs, 0);
+	assert_int_equal(gmp__alloc_live(), base);
+
+	/* The calls that need the runtime start it again, with defaults. */
+	atomic_store(&after_ran, 0);
+	assert_true(gmp_go(after_task, NULL) > 0);
+	assert_true(stats().procs > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(atomic_load(&after_ran), 1);
+	assert_true(gmp_set_maxprocs(0) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(gmp_set_max_threads(0), 10000);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(gmp_main(after_main, NULL), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(atomic_load(&after_ran), 2);
+	assert_int_equal(gmp__alloc_live(), base);
+}
+
+GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
+	      cmocka_unit_test(test_misuse_bad_config_values),
+	      cmocka_unit_test(test_misuse_init_from_task_while_draining),
+	      cmocka_unit_test(test_misuse_park_in_unlock_function_aborts),
+	      cmocka_unit_test(test_misuse_exit_outside_task_aborts),
+	      cmocka_unit_test(test_misuse_ready_of_dead_task_aborts),
+	      cmocka_unit_test(test_misuse_ready_of_runnable_task_aborts),
+	      cmocka_unit_test(test_misuse_ready_of_null_aborts),
+	      cmocka_unit_test(test_misuse_ready_after_shutdown_aborts),
+	      cmocka_unit_test(test_misuse_calls_after_shutdown))
