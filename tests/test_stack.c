@@ -347,7 +347,10 @@ static void test_stack_reuse_dead_tasks(void **s)
 static gmp_g *last_g;
 static int64_t last_id;
 
-static void remember(void *arg)
+/* Not instrumented by ASan: with detect_stack_use_after_return its
+ * frames live on a heap "fake stack", and the task's own stack would stay
+ * clean. */
+__attribute__((no_sanitize_address)) static void remember(void *arg)
 {
 	(void)arg;
 	last_g = gmp_current();
@@ -468,8 +471,12 @@ static int many_main(void *arg)
 	if (!TU_ASAN && !TU_TSAN && gmp__guard_install_works())
 		T_ASSERT(per <= 4608);
 	/* Guards cost no mappings with MADV_GUARD_INSTALL; with mprotect
-	 * the budget leaves half the default limit to the program. */
-	if (gmp__guard_install_works())
+	 * the budget leaves half the default limit to the program. TSan
+	 * maps its own state for every fiber (about four mappings each),
+	 * which says nothing about ours: not counted there. */
+	if (TU_TSAN)
+		print_message("mapping count not checked under TSan\n");
+	else if (gmp__guard_install_works())
 		T_ASSERT(maps < maps_base + 1000);
 	else
 		T_ASSERT(maps < maps_base + 65530 / 2 + 1000);
