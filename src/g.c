@@ -98,6 +98,19 @@ gmp_g *gmp__malg(void)
  * batches of 32, so spawn-heavy Ps recycle locally and idle ones share. */
 enum { GFREE_MAX = 64, GFREE_BATCH = 32 };
 
+/* The global list holds whole batches, so that a P takes or gives 32 Gs
+ * in one step under the lock rather than walking 32 Gs (each a likely
+ * cache miss: the G was last touched on another core) while holding it. */
+static void gfree_push_batch(gmp_g *head, int64_t n)
+{
+	head->gfreen = n;
+	gmp__lock(&gmp__sched.gfree.lock);
+	head->gfreebatch = gmp__sched.gfree.list;
+	gmp__storep_rlx(&gmp__sched.gfree.list, head); /* racy peek: gfget */
+	gmp__sched.gfree.n += n;
+	gmp__unlock(&gmp__sched.gfree.lock);
+}
+
 void gmp__gfput(gmp_p *p, gmp_g *g)
 {
 	if (gmp__readgstatus(g) != GMP__G_DEAD)
@@ -119,11 +132,8 @@ void gmp__gfput(gmp_p *p, gmp_g *g)
 			tail = x;
 		n++;
 	}
-	gmp__lock(&gmp__sched.gfree.lock);
-	tail->schedlink = gmp__sched.gfree.list;
-	gmp__storep_rlx(&gmp__sched.gfree.list, head); /* racy peek: gfget */
-	gmp__sched.gfree.n += n;
-	gmp__unlock(&gmp__sched.gfree.lock);
+	tail->schedlink = NULL;
+	gfree_push_batch(head, n);
 }
 
 /* A dead G from p's list (refilled from the global one), or from the
@@ -131,32 +141,48 @@ void gmp__gfput(gmp_p *p, gmp_g *g)
 gmp_g *gmp__gfget(gmp_p *p)
 {
 	if (!p) {
+		/* One G: the first of the first batch. */
 		gmp__lock(&gmp__sched.gfree.lock);
 		gmp_g *g = gmp__sched.gfree.list;
 		if (g) {
-			gmp__storep_rlx(&gmp__sched.gfree.list, g->schedlink);
+			gmp_g *rest = g->schedlink, *next = g->gfreebatch;
+			if (rest) {
+				rest->gfreebatch = next;
+				rest->gfreen = g->gfreen - 1;
+				next = rest;
+			}
+			gmp__storep_rlx(&gmp__sched.gfree.list, next);
 			gmp__sched.gfree.n--;
 		}
 		gmp__unlock(&gmp__sched.gfree.lock);
+		if (g)
+			g->schedlink = g->gfreebatch = NULL;
 		return g;
 	}
 	if (!p->gfree && gmp__loadp_rlx(&gmp__sched.gfree.list)) {
+		/* A whole batch (p's list is empty). */
 		gmp__lock(&gmp__sched.gfree.lock);
-		while (p->ngfree < GFREE_BATCH && gmp__sched.gfree.list) {
-			gmp_g *g = gmp__sched.gfree.list;
-			gmp__storep_rlx(&gmp__sched.gfree.list, g->schedlink);
-			gmp__sched.gfree.n--;
-			g->schedlink = p->gfree;
-			p->gfree = g;
-			p->ngfree++;
+		gmp_g *b = gmp__sched.gfree.list;
+		if (b) {
+			gmp__storep_rlx(&gmp__sched.gfree.list, b->gfreebatch);
+			gmp__sched.gfree.n -= b->gfreen;
 		}
 		gmp__unlock(&gmp__sched.gfree.lock);
+		if (b) {
+			p->gfree = b;
+			p->ngfree = (int32_t)b->gfreen;
+			b->gfreebatch = NULL;
+		}
 	}
 	gmp_g *g = p->gfree;
 	if (g) {
 		p->gfree = g->schedlink;
 		p->ngfree--;
 		g->schedlink = NULL;
+		/* The next spawn's G, most likely last touched on another
+		 * core: start bringing it (status, id, entry, context) in. */
+		if (p->gfree)
+			__builtin_prefetch(p->gfree, 1);
 	}
 	return g;
 }
@@ -164,15 +190,9 @@ gmp_g *gmp__gfget(gmp_p *p)
 /* Moves all of p's dead Gs to the global list (p is going away). */
 void gmp__gfpurge(gmp_p *p)
 {
-	while (p->gfree) {
-		gmp_g *g = p->gfree;
-		p->gfree = g->schedlink;
-		gmp__lock(&gmp__sched.gfree.lock);
-		g->schedlink = gmp__sched.gfree.list;
-		gmp__storep_rlx(&gmp__sched.gfree.list, g);
-		gmp__sched.gfree.n++;
-		gmp__unlock(&gmp__sched.gfree.lock);
-	}
+	if (p->gfree)
+		gfree_push_batch(p->gfree, p->ngfree);
+	p->gfree = NULL;
 	p->ngfree = 0;
 }
 

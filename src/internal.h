@@ -118,6 +118,9 @@ struct gmp_g {
 	gmp_fn fn;              /* entry function and its argument; owner */
 	void *arg;
 	gmp_g *schedlink;       /* next in a run queue or free list; queue owner */
+	gmp_g *gfreebatch;      /* global free list: the next batch (on the
+				   first G of a batch); under gfree.lock */
+	int64_t gfreen;         /* ... and this batch's length */
 	gmp_m *volatile m;      /* the M running it; NULL when not running;
 				   owner writes, sysmon reads racily */
 	gmp_m *lastm;           /* racy: the M it ran on last (for dumps) */
@@ -238,8 +241,12 @@ struct gmp_p {
 	/* Timers (timer.c): any thread may stop one, so under their lock. */
 	gmp__timers timers;
 
-	/* Counters for gmp_stats_read; written by the owner, read racily. */
-	volatile uint64_t nspawned, nsteals;
+	/* Counters for gmp_stats_read; written by the owner, read racily.
+	 * nspawned and nexited also give the live task count (see
+	 * gmp__tasks_live): per P, so that spawning and ending a task
+	 * never touch a cache line another core writes. nexited is
+	 * stored with release. */
+	volatile uint64_t nspawned, nexited, nsteals;
 
 	/* The local run queue. runqhead is advanced by the owner and by
 	 * thieves (CAS); runqtail and the slots are written only by the
@@ -338,12 +345,13 @@ typedef struct gmp__sched {
 
 	struct {
 		gmp__mutex lock;
-		gmp_g *volatile list;  /* written under lock; peeked racily */
+		gmp_g *volatile list;  /* batches of dead Gs, each a chain on
+					  schedlink, linked by gfreebatch;
+					  written under lock, peeked racily */
 		int64_t n;
 	} gfree;                  /* dead Gs with stacks */
 
 	volatile uint64_t goidgen;   /* atomic: last task id handed out */
-	volatile uint64_t ngoroutines; /* atomic: live tasks */
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
 	volatile uint32_t nthreads;  /* atomic: live runtime threads */
 	volatile uint64_t nhandoffs; /* atomic: Ps handed to another M */
@@ -368,8 +376,8 @@ typedef struct gmp__sched {
 
 	/* Shutdown: the runtime stops once every task has ended. */
 	volatile uint32_t stopping;   /* atomic: Ms must exit, not park */
-	volatile uint32_t drain_seq;  /* futex word bumped when ngoroutines
-					 reaches zero */
+	volatile uint32_t drain_seq;  /* futex word bumped when a P goes
+					 idle while someone drains */
 	volatile uint32_t drain_waiters; /* atomic: someone waits on it */
 } gmp__sched_t;
 
@@ -493,6 +501,7 @@ void gmp__globrunq_putbatch(gmp__gqueue *q);
 void gmp__injectglist(gmp__gqueue *q);
 void gmp__wake_netpoller(int64_t when);
 int64_t gmp__timers_earliest(void);
+int64_t gmp__tasks_live(void);
 int gmp__procresize(int n);
 int gmp__sched_start(int maxprocs, int max_threads);
 void gmp__newm1(gmp_m *m);

@@ -70,7 +70,6 @@ static gmp_g *newproc1(gmp_p *p, gmp_fn fn, void *arg)
 		g->id = (int64_t)gmp__add64_rlx(&goidgen, 1) + 1;
 		gmp__add64_rlx(&gmp__sched.nspawned_nop, 1);
 	}
-	gmp__add64_rlx(&gmp__sched.ngoroutines, 1);
 	gmp__casgstatus(g, GMP__G_DEAD, GMP__G_RUNNABLE);
 	return g;
 }
@@ -278,12 +277,11 @@ static void goexit0(gmp_g *g)
 	g->waitreason = GMP__WAIT_NONE;
 	dropg(m);
 	gmp__gfput(m->p, g);
-	/* full: pairs with gmp_shutdown's store to drain_waiters */
-	if (gmp__add64_full(&gmp__sched.ngoroutines, -1) == 1 &&
-	    gmp__load32_acq(&gmp__sched.drain_waiters)) {
-		gmp__add32_full(&gmp__sched.drain_seq, 1);
-		gmp__futex_wake(&gmp__sched.drain_seq, INT_MAX);
-	}
+	/* release: a reader of the count that sees this exit also sees the
+	 * spawn of g (gmp__tasks_live). A draining gmp_shutdown learns of
+	 * the last exit when this P goes idle (gmp__pidleput). */
+	gmp_p *p = m->p;
+	gmp__store64_rel(&p->nexited, p->nexited + 1);
 	if (locked)
 		gmp__goexit_locked(m); /* the thread goes with it */
 	gmp__schedule(m);

@@ -238,11 +238,13 @@ GMP_EXTERN int gmp_init(const gmp_config *cfg)
 /* Waits until no task is left (see goexit0 for the other side). */
 static void drain(void)
 {
-	/* full: Dekker with goexit0's decrement-then-load */
+	/* full: Dekker with gmp__pidleput's full RMW-then-load: the last
+	 * task's exit is counted before its P goes idle, so either we see it
+	 * below or that P sees us and bumps drain_seq. */
 	gmp__add32_full(&gmp__sched.drain_waiters, 1);
 	for (;;) {
 		uint32_t seq = gmp__load32_acq(&gmp__sched.drain_seq);
-		if (gmp__load64_acq(&gmp__sched.ngoroutines) == 0)
+		if (gmp__tasks_live() == 0)
 			break;
 		gmp__futex_wait(&gmp__sched.drain_seq, seq, -1);
 	}
@@ -418,7 +420,7 @@ static int64_t stats_read(void *p)
 	gmp_stats *st = p;
 	memset(st, 0, sizeof *st);
 	st->threads_total = gmp__load32_rlx(&gmp__sched.nthreads);
-	st->tasks_live = gmp__load64_rlx(&gmp__sched.ngoroutines);
+	st->tasks_live = (uint64_t)gmp__tasks_live();
 	for (gmp_g *g = gmp__loadp_acq(&gmp__allg); g; g = g->allglink) {
 		switch (gmp__load32_rlx(&g->status) & ~(uint32_t)GMP__G_SCAN) {
 		case GMP__G_RUNNABLE:

@@ -68,6 +68,7 @@
  * at its holder's next schedule(): its queue goes to the global queue and
  * it becomes DEAD instead of idle. Growing just adds idle Ps.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,6 +141,16 @@ static gmp_g *globrunq_get(gmp_p *p, int64_t max)
 
 /* ---- Ps ----------------------------------------------------------------- */
 
+/* A P goes idle: if gmp_shutdown is waiting for the last task to end, let
+ * it count again (drain in runtime.c). Only ever true during shutdown. */
+static void drain_poke(void)
+{
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.drain_waiters))) {
+		gmp__add32_full(&gmp__sched.drain_seq, 1);
+		gmp__futex_wake(&gmp__sched.drain_seq, INT_MAX);
+	}
+}
+
 /* Puts p on the idle list (sched.lock held). A P beyond gomaxprocs is
  * retired instead: DEAD, off every list. */
 void gmp__pidleput(gmp_p *p)
@@ -149,13 +160,41 @@ void gmp__pidleput(gmp_p *p)
 	gmp__storep_rlx(&p->m, NULL);
 	if ((uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
 		gmp__store32_rel(&p->status, GMP__P_DEAD);
+		/* full: the #StoreLoad of drain_poke (rare path) */
+		gmp__add32_full(&gmp__sched.drain_seq, 0);
+		drain_poke();
 		return;
 	}
 	gmp__store32_rel(&p->status, GMP__P_IDLE);
 	p->link = gmp__sched.pidle;
 	gmp__sched.pidle = p;
-	/* full: idle P counts feed the spinning heuristics (wakep) */
+	/* full: idle P counts feed the spinning heuristics (wakep); also
+	 * the #StoreLoad between this M's last nexited store and the
+	 * drain_waiters load in drain_poke. */
 	gmp__add32_full(&gmp__sched.npidle, 1);
+	drain_poke();
+}
+
+/* Live tasks: spawns minus exits. Exits are summed first (acquire): a
+ * task whose exit is counted had its spawn counted before that (the
+ * spawn store precedes the run queue's release, the exit store is a
+ * release), so the spawns summed after include it and the result is
+ * never below the true count at the moment the spawns are read; it is
+ * zero only when no task was live then. */
+int64_t gmp__tasks_live(void)
+{
+	uint64_t exited = 0, spawned = 0;
+	int i;
+	for (i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
+		gmp_p *pp = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (!pp)
+			break;
+		exited += gmp__load64_acq(&pp->nexited);
+	}
+	spawned = gmp__load64_acq(&gmp__sched.nspawned_nop);
+	for (int j = 0; j < i; j++)
+		spawned += gmp__load64_acq(&gmp__sched.allp[j]->nspawned);
+	return (int64_t)(spawned - exited);
 }
 
 /* Takes an idle P (sched.lock held), or NULL. */

@@ -430,12 +430,18 @@ its thread, P and what it does."""
     def _sched(self):
         s = _global("gmp__sched")
         procs = int(s["gomaxprocs"])
+        allp = s["allp"]
+        # Live tasks, as gmp__tasks_live counts them: spawns minus exits.
+        live = int(s["nspawned_nop"])
+        for i in range(allp.type.range()[1] + 1):
+            if _ptr(allp[i]) == 0:
+                break
+            live += int(allp[i]["nspawned"]) - int(allp[i]["nexited"])
         gdb.write(
             "gomaxprocs=%d idleprocs=%d threads=%d spinning=%d idlethreads=%d "
             "global runqueue=%d tasks=%d\n"
             % (procs, int(s["npidle"]), int(s["nthreads"]), int(s["nmspinning"]),
-               int(s["nmidle"]), int(s["runq"]["n"]), int(s["ngoroutines"])))
-        allp = s["allp"]
+               int(s["nmidle"]), int(s["runq"]["n"]), live))
         for i in range(allp.type.range()[1] + 1):
             p = allp[i]
             if _ptr(p) == 0:
