@@ -130,7 +130,6 @@ struct gmp_g {
 	void **keys;            /* task-local values, gmp_key.id-indexed; owner */
 	uint32_t nkeys;         /* capacity of keys[] */
 	void *param;            /* passed by a waker (channels, semaphores) */
-	int64_t waitsince;      /* racy: when it last began waiting (ns) */
 	gmp_g *allglink;        /* all-G list, under gmp__allg_lock */
 	/* Sanitizer and Valgrind state for this G's stack (src/fiber.h). */
 	void *asan_fake_stack;
