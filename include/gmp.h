@@ -264,7 +264,11 @@ GMP_EXTERN int gmp_set_max_threads(int n);
  * By default the number of Ps follows the CPUs the process may use (its
  * affinity mask and cgroup CPU quota, re-read about once a second); a
  * number set here, in gmp_config.maxprocs or in $GMP_MAXPROCS stays until
- * gmp_shutdown. */
+ * gmp_shutdown.
+ *
+ * Errors: -ENOMEM if the new Ps cannot be allocated (the old number
+ * stays); -ESHUTDOWN from outside a task while gmp_shutdown drains; what
+ * gmp_init returns when it had to start the runtime and could not. */
 GMP_EXTERN int gmp_set_maxprocs(int n);
 
 /* ------------------------------------------------------------------------
@@ -419,15 +423,35 @@ GMP_EXTERN void gmp_sleep(int64_t ns);
 GMP_EXTERN int64_t gmp_nanotime(void);
 
 /* I/O. Each returns what its libc namesake returns, or -errno instead of
- * -1 (errno itself is left alone). On a non-blocking descriptor a call that
- * would block parks the task in the network poller (epoll) until the
- * descriptor is ready; on a blocking descriptor the plain call runs inside
- * gmp_enter_syscall/gmp_exit_syscall. */
+ * -1 (errno itself is left alone). Callable from a task or any thread;
+ * each is a switch point.
+ *
+ * From a task, on a non-blocking descriptor, a call that would block parks
+ * the task in the network poller (epoll, edge-triggered) until the
+ * descriptor is ready, holding no thread; on a blocking descriptor the
+ * plain call runs inside gmp_enter_syscall/gmp_exit_syscall, so it holds
+ * its thread but not its P. Nothing about the descriptor is cached: a
+ * change of O_NONBLOCK takes effect on the next call. From any other
+ * thread (or a task inside gmp_enter_syscall) a call that would block
+ * waits in poll(2) on the descriptor; gmp_close still wakes it.
+ *
+ * Common to all: EINTR is retried, never returned. -EBADF for a bad
+ * descriptor or one that gmp_close has begun to close; -EMFILE for a
+ * descriptor number of 2^24 or more (the poller's table stops there);
+ * -ENOMEM if the poller's table or epoll cannot grow. A descriptor closed
+ * with plain close() and its number reused for a new file works: the
+ * poller notices the new file the next time a task would park on it (and
+ * tasks still parked on the old file get -EBADF). Closing a descriptor
+ * with close() while tasks wait on it leaves them waiting; use gmp_close. */
 GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n);
 /* Writes all n bytes, parking as often as needed; if an error stops it
  * after some bytes, returns that count, else -errno. Never raises SIGPIPE
  * on a socket: a closed peer is -EPIPE. */
 GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n);
+/* Accepts a connection. The new descriptor inherits the listener's
+ * O_NONBLOCK (accepted from a non-blocking listener, its calls park tasks
+ * in the poller, as Go's do); it is not close-on-exec, as with accept(2).
+ * A connection aborted while queued (ECONNABORTED) is skipped. */
 GMP_EXTERN int gmp_accept(int fd, struct sockaddr *addr, socklen_t *len);
 /* Connects, waiting out EINPROGRESS on a non-blocking socket; returns 0 or
  * the connection's -errno (from SO_ERROR). */
@@ -439,7 +463,12 @@ GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr,
  * forever. */
 GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns);
 /* Closes fd, first waking every task and thread waiting on it in these
- * calls with -EBADF. Returns 0 or -errno. */
+ * calls with -EBADF; calls made after it has begun get -EBADF. On a
+ * non-blocking descriptor the number is closed once the calls in flight
+ * have left, so none of them can touch a file that reuses the number; on
+ * a blocking one a caller may sit in read(2) for ever, so gmp_close does
+ * not wait and the last caller out closes it (as Go does). Returns 0 or
+ * -errno (-EBADF if already closed by gmp_close). A switch point. */
 GMP_EXTERN int gmp_close(int fd);
 
 /* The library's version as "MAJOR.MINOR.PATCH", a static string. Compare
