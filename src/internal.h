@@ -504,6 +504,8 @@ int64_t gmp__tasks_live(void);
 int gmp__procresize(int n);
 int gmp__sched_start(int maxprocs, int max_threads);
 void gmp__newm1(gmp_m *m);
+int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
+			     void *(*fn)(void *), void *arg);
 void gmp__newm_start(gmp_m *m);
 _Noreturn void gmp__schedule_locked(gmp_m *m);
 void gmp__startlockedm(gmp_m *m, gmp_g *g);

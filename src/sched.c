@@ -332,17 +332,25 @@ enum { M_STACK_SIZE = 512 * 1024 };
 
 static void *mstart(void *arg);
 
-/* Starts a thread for m, retrying EAGAIN (a transient shortage of
- * threads) before giving up as Go does. */
-void gmp__newm1(gmp_m *m)
+/* gmp__thread_create, retrying EAGAIN (a transient shortage of threads)
+ * for about a second before giving up, as Go does. */
+int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
+			     void *(*fn)(void *), void *arg)
 {
 	int err = 0;
 	for (int tries = 0; tries < 20; tries++) {
-		err = gmp__thread_create(&m->thread, M_STACK_SIZE, mstart, m);
+		err = gmp__thread_create(t, stack_size, fn, arg);
 		if (err != -EAGAIN)
 			break;
 		gmp__usleep(1000 << (tries < 6 ? tries : 6));
 	}
+	return err;
+}
+
+/* Starts a thread for m; a failure after the retries is fatal. */
+void gmp__newm1(gmp_m *m)
+{
+	int err = gmp__thread_create_retry(&m->thread, M_STACK_SIZE, mstart, m);
 	if (err)
 		gmp__throw("failed to create new OS thread (%s; %lld threads "
 			   "exist); may need to increase max user processes "

@@ -58,8 +58,8 @@ static void start_template_thread(void)
 	tmpl.stop = false;
 	tmpl.waiting = false;
 	gmp__noteclear(&tmpl.wake);
-	int err = gmp__thread_create(&tmpl.thread, 64 * 1024, template_main,
-				     NULL);
+	int err = gmp__thread_create_retry(&tmpl.thread, 64 * 1024,
+					   template_main, NULL);
 	if (err)
 		gmp__throw("cannot create the template thread (%s); may need "
 			   "to increase max user processes (ulimit -u)",

@@ -755,6 +755,29 @@ static void test_thread_stats_threads_total_counts_sysmon(void **s)
 	assert_int_equal(st.threads_total, 0);
 }
 
+/* The template thread's creation is retried on EAGAIN like an M's. */
+static void lock_after_eagain(void *arg)
+{
+	struct counts *c = arg;
+	gmp__fault_arm(GMP__FAULT_THREAD_EAGAIN, 0, 3);
+	gmp_lock_os_thread(); /* starts the template thread: fails 3 times */
+	c->locked = stats();
+	gmp_unlock_os_thread();
+}
+
+static void test_thread_template_thread_eagain_retried(void **s)
+{
+	(void)s;
+	struct counts c;
+	tu_init(1);
+	assert_true(gmp_go(lock_after_eagain, &c) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_false(gmp__fault_hit(GMP__FAULT_THREAD_EAGAIN));
+	gmp__fault_arm(GMP__FAULT_THREAD_EAGAIN, 0, 0);
+	/* sysmon, the task's M and the template thread. */
+	assert_int_equal(c.locked.threads_total, 3);
+}
+
 GMP_TEST_MAIN(
 	cmocka_unit_test(test_thread_set_max_threads_returns_previous),
 	cmocka_unit_test(test_thread_cap_exceeded_aborts),
@@ -769,4 +792,5 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_thread_locked_exit_kills_thread),
 	cmocka_unit_test(test_thread_template_thread_keeps_new_threads_clean),
 	cmocka_unit_test(test_thread_new_threads_get_init_sigmask),
-	cmocka_unit_test(test_thread_stats_threads_total_counts_sysmon))
+	cmocka_unit_test(test_thread_stats_threads_total_counts_sysmon),
+	cmocka_unit_test(test_thread_template_thread_eagain_retried))
