@@ -127,6 +127,7 @@ expect_bt "wait-group" '^task [0-9]+ \[waiting, wait group\]:' \
 expect_bt "running" '^task [0-9]+ is running on M[0-9]+, thread [0-9]+' \
 	'in spinner ' 'gmp__ctx_trampoline'
 expect "gmp-sched: the header" '^gomaxprocs=2 idleprocs=[0-9]+ threads=[0-9]+ '
+expect "gmp-sched: live tasks" '^gomaxprocs=2 .* tasks=4$'
 expect "gmp-sched: P0" '^ +P0 +(running|idle) +m='
 expect "gmp-sched: P1" '^ +P1 +(running|idle) +m='
 expect "gmp-sched: the spinner's M" '^ +M[0-9]+ +tid=[0-9]+ +p=P[01] +running task [0-9]+ \(spinner\)$'
