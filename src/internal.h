@@ -494,6 +494,7 @@ void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning);
 void gmp__ready(gmp_g *g, bool next);
 void gmp__ready_claimed(gmp_g *g, bool next);
 void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
+void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason);
 _Noreturn void gmp__goexit_locked(gmp_m *m);
 void gmp__globrunq_put(gmp_g *g);
 void gmp__globrunq_putbatch(gmp__gqueue *q);

@@ -26,12 +26,9 @@ static bool try_take(gmp__mutex *l, uint32_t wait)
 	return false;
 }
 
-void gmp__lock(gmp__mutex *l)
+/* The fast path (gmp__lock in lock.h) found the lock taken. */
+void gmp__lock_slow(gmp__mutex *l)
 {
-	/* Fast path: acquire CAS, paired with the release in gmp__unlock. */
-	if (GMP__LIKELY(gmp__cas32_acq(&l->key, UNLOCKED, LOCKED)))
-		return;
-
 	uint32_t wait = LOCKED;
 	int spin = spin_rounds();
 	for (;;) {
@@ -56,13 +53,11 @@ void gmp__lock(gmp__mutex *l)
 	}
 }
 
-void gmp__unlock(gmp__mutex *l)
+/* The release CAS of gmp__unlock (lock.h) failed. Only the holder moves
+ * the word away from LOCKED/SLEEPING to UNLOCKED; others only move LOCKED
+ * to SLEEPING. So the word is SLEEPING (or the lock was not held). */
+void gmp__unlock_slow(gmp__mutex *l)
 {
-	/* Only the holder moves the word away from LOCKED/SLEEPING to
-	 * UNLOCKED; others only move LOCKED to SLEEPING. So if the release
-	 * CAS fails, the word is SLEEPING (or the lock was not held). */
-	if (GMP__LIKELY(gmp__cas32_rel(&l->key, LOCKED, UNLOCKED)))
-		return;
 	uint32_t v = gmp__xchg32_full(&l->key, UNLOCKED);
 	if (v == UNLOCKED)
 		gmp__throw("unlock of unlocked runtime lock %p", (void *)l);

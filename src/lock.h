@@ -22,14 +22,33 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "atomic.h"
+
 typedef struct gmp__mutex {
 	volatile uint32_t key;
 } gmp__mutex;
 
 #define GMP__MUTEX_INIT { 0 }
 
-void gmp__lock(gmp__mutex *l);
-void gmp__unlock(gmp__mutex *l);
+void gmp__lock_slow(gmp__mutex *l);
+void gmp__unlock_slow(gmp__mutex *l);
+
+/* The uncontended paths, inline: one acquire CAS to lock, one release CAS
+ * to unlock (paired with each other). The word's states and the slow
+ * paths are in lock.c. */
+static inline void gmp__lock(gmp__mutex *l)
+{
+	if (__builtin_expect(gmp__cas32_acq(&l->key, 0, 1), 1))
+		return;
+	gmp__lock_slow(l);
+}
+
+static inline void gmp__unlock(gmp__mutex *l)
+{
+	if (__builtin_expect(gmp__cas32_rel(&l->key, 1, 0), 1))
+		return;
+	gmp__unlock_slow(l);
+}
 
 typedef struct gmp__note {
 	volatile uint32_t key;

@@ -196,6 +196,20 @@ void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason)
 	gmp__mcall(m, g, park_m);
 }
 
+/* gmp__park for a caller that knows g is the task running here (a waiter
+ * recorded it): its M is g->m, which saves the thread-local lookup. */
+void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason)
+{
+	gmp_m *m = g->m;
+	if (GMP__UNLIKELY(gmp__load32_rlx(&g->status) != GMP__G_RUNNING))
+		gmp__throw("gmp_park: task %lld is %s", (long long)g->id,
+			   gmp__gstatus_name(gmp__load32_rlx(&g->status)));
+	m->waitunlockf = unlockf;
+	m->waitlock = lock;
+	gmp__store32_rlx(&g->waitreason, reason); /* racy readers: dumps */
+	gmp__mcall(m, g, park_m);
+}
+
 GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 {
 	gmp__park(unlockf, lock, GMP__WAIT_PARK);

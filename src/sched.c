@@ -1049,11 +1049,9 @@ _Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit)
 	gmp__ctx_gogo(&g->sched);
 }
 
-/* One round of scheduling: find a G and run it. Never returns. */
-_Noreturn void gmp__schedule(gmp_m *m)
+/* One round of scheduling, the general case (see gmp__schedule). */
+static _Noreturn __attribute__((noinline)) void schedule_slow(gmp_m *m)
 {
-	if (m->lockedg)
-		gmp__schedule_locked(m); /* syscall.c: never returns */
 top:;
 	gmp_p *p = m->p;
 	if (GMP__UNLIKELY(gmp__loadb_rlx(&p->preempt))) {
@@ -1081,6 +1079,35 @@ top:;
 		goto top;
 	}
 	gmp__execute(m, g, inherit);
+}
+
+/* One round of scheduling: find a G and run it. Never returns.
+ *
+ * The common round, where the next G is in this P's own queue and nothing
+ * else asks for attention, takes a short path: no slice ended (preempt),
+ * the M is not spinning, the P is not being retired, it has no timers,
+ * and this is not one of the rounds that look at the global queue first.
+ * Everything else, and an empty queue, goes to findrunnable by way of
+ * schedule_slow. */
+_Noreturn void gmp__schedule(gmp_m *m)
+{
+	if (m->lockedg)
+		gmp__schedule_locked(m); /* syscall.c: never returns */
+	gmp_p *p = m->p;
+	if (GMP__LIKELY(!gmp__loadb_rlx(&p->preempt) && !m->spinning &&
+			(uint32_t)p->id <
+				gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+			gmp__timers_next(&p->timers) == 0 &&
+			p->schedtick % 61 != 0)) {
+		bool inherit;
+		gmp_g *g = gmp__runq_get(p, &inherit);
+		if (GMP__LIKELY(g != NULL)) {
+			if (GMP__LIKELY(g->lockedm == NULL))
+				gmp__execute(m, g, inherit);
+			gmp__startlockedm(m, g);
+		}
+	}
+	schedule_slow(m);
 }
 
 /* ---- locked Ms (LockOSThread) ------------------------------------------- */

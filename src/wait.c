@@ -17,27 +17,6 @@
 
 enum { CLAIMED = 3 };
 
-void gmp__waiter_init(gmp__waiter *w)
-{
-	gmp_m *m = gmp__getm();
-	gmp_g *g = m ? m->curg : NULL;
-	/* A task inside a gmp_enter_syscall window must not park (its P may
-	 * be gone): it blocks like a foreign thread. */
-	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
-		g = NULL;
-	w->g = g;
-	w->state = GMP__WAIT_PENDING;
-	w->woken = false;
-	w->result = 0;
-	w->elem = NULL;
-	w->next = w->prev = NULL;
-	w->c = NULL;
-	w->ticket = 0;
-	w->aux = NULL;
-	w->timer.p = NULL;
-	w->timer.state = 0;
-}
-
 bool gmp__waiter_claim(gmp__waiter *w)
 {
 	/* acquire: we are about to write the sleeper's hand-off fields */
@@ -96,8 +75,34 @@ static bool park_unlock(gmp_g *g, void *arg)
 	return true;
 }
 
-bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *), void *lock,
-		       uint32_t reason, int64_t deadline)
+/* The same without a deadline, the common case: nothing to arm. */
+struct park_plain_args {
+	void (*unlock)(void *);
+	void *lock;
+};
+
+static bool park_unlock_plain(gmp_g *g, void *arg)
+{
+	(void)g;
+	/* Once unlocked, a waker may ready the task, which may run on and
+	 * reuse *arg's frame: read both fields first. */
+	struct park_plain_args a = *(struct park_plain_args *)arg;
+	a.unlock(a.lock);
+	return true;
+}
+
+bool gmp__waiter_park(gmp__waiter *w, void (*unlock)(void *), void *lock,
+		      uint32_t reason)
+{
+	struct park_plain_args a = { unlock, lock };
+	gmp__park_g(w->g, park_unlock_plain, &a, reason);
+	/* Only a waker readies a waiter without a deadline. */
+	w->woken = gmp__load32_acq(&w->state) == GMP__WAIT_WOKEN;
+	return w->woken;
+}
+
+bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
+			   uint32_t reason, int64_t deadline)
 {
 	if (deadline >= 0 && deadline <= gmp__nanotime() &&
 	    gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT)) {
@@ -107,7 +112,7 @@ bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *), void *lock,
 	}
 	if (w->g) {
 		struct park_args a = { w, unlock, lock, deadline };
-		gmp__park(park_unlock, &a, reason);
+		gmp__park_g(w->g, park_unlock, &a, reason);
 		/* Readied by a waker (WOKEN) or by the timer (TIMEDOUT). */
 		uint32_t st = gmp__load32_acq(&w->state);
 		if (deadline >= 0)

@@ -56,14 +56,46 @@ enum {
 	GMP__WAIT_TIMEDOUT = 2, /* the deadline claimed it first */
 };
 
-/* Records the caller (task or thread); resets the other fields. */
-void gmp__waiter_init(gmp__waiter *w);
+/* Records the caller (task or thread); resets the other fields. Inline: it
+ * is on every blocking path, and callers overwrite some fields at once. */
+static inline void gmp__waiter_init(gmp__waiter *w)
+{
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	/* A task inside a gmp_enter_syscall window must not park (its P may
+	 * be gone): it blocks like a foreign thread. */
+	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
+		g = NULL;
+	w->g = g;
+	w->state = GMP__WAIT_PENDING;
+	w->woken = false;
+	w->result = 0;
+	w->elem = NULL;
+	w->next = w->prev = NULL;
+	w->c = NULL;
+	w->ticket = 0;
+	w->aux = NULL;
+	w->timer.p = NULL;
+	w->timer.state = 0;
+}
 
 /* Sleeps until gmp__waiter_wake(w) or the deadline (-1: none). unlock(lock)
  * is called once the sleep is committed. Returns true if woken by a waker
  * (w->woken), false on timeout. The wait reason is for dumps. */
-bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *), void *lock,
-		       uint32_t reason, int64_t deadline);
+bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
+			   uint32_t reason, int64_t deadline);
+/* The common case: a task with no deadline (wait.c). */
+bool gmp__waiter_park(gmp__waiter *w, void (*unlock)(void *), void *lock,
+		      uint32_t reason);
+
+static inline bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *),
+				     void *lock, uint32_t reason,
+				     int64_t deadline)
+{
+	if (w->g && deadline < 0)
+		return gmp__waiter_park(w, unlock, lock, reason);
+	return gmp__waiter_sleep_any(w, unlock, lock, reason, deadline);
+}
 
 /* Claims w for waking: true if it was still pending (the caller then owns
  * the hand-off and must call gmp__waiter_wake), false if its deadline beat
