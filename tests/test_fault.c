@@ -97,6 +97,7 @@ static void test_fault_thread_eagain_template_thread_aborts(void **s)
 static struct {
 	_Atomic(gmp_g *) g[4096];
 	atomic_int parked;
+	atomic_int spawned; /* by spawn_until_enomem, final once it failed */
 	atomic_long enomem_task;
 } pk;
 
@@ -123,13 +124,18 @@ static void spawn_until_enomem(void *arg)
 			atomic_store(&pk.enomem_task, id);
 			return;
 		}
+		atomic_fetch_add(&pk.spawned, 1);
 		gmp_yield(); /* let it park */
 	}
 }
 
+/* Every child spawn_until_enomem made, once it has stopped: it goes on
+ * spawning after the 100th has parked until the shortage begins, so more
+ * than `parked` said may exist, and the last may not have parked yet (a
+ * child left parked would keep gmp_shutdown waiting for ever). */
 static void ready_all_parked(void)
 {
-	int n = atomic_load(&pk.parked);
+	int n = atomic_load(&pk.spawned);
 	for (int i = 0; i < n; i++) {
 		gmp_g *g;
 		while (!(g = atomic_exchange(&pk.g[i], NULL)))
