@@ -58,8 +58,17 @@ static void spinner(void *arg)
 {
 	(void)arg;
 	atomic_store(&spinning, 1);
-	while (!atomic_load(&stop_spinning))
-		gmp_preempt_point();
+	/* No switch point in the loop: sysmon's request to yield after 10 ms
+	 * goes unheard, so gdb never catches the spinner between its queue
+	 * and its thread (the test expects it running). Nothing else waits
+	 * for this P. It naps in plain nanosleep (still a running task to
+	 * the runtime) rather than burning its CPU: under qemu-user, a
+	 * guest thread in a tight loop makes the gdb stub slow to stop every
+	 * thread, and the session then times out now and then. */
+	while (!atomic_load(&stop_spinning)) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* gdb stops here, with every task where the comment at the top says. */
