@@ -181,21 +181,6 @@ static void park_m(gmp_g *g)
 	gmp__schedule(m);
 }
 
-void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason)
-{
-	gmp_m *m = gmp__getm();
-	gmp_g *g = m ? m->curg : NULL;
-	if (!g)
-		gmp__throw("gmp_park called outside a task");
-	if (gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
-		gmp__throw("gmp_park: task %lld is %s", (long long)g->id,
-			   gmp__gstatus_name(gmp__load32_rlx(&g->status)));
-	m->waitunlockf = unlockf;
-	m->waitlock = lock;
-	gmp__store32_rlx(&g->waitreason, reason); /* racy readers: dumps */
-	gmp__mcall(m, g, park_m);
-}
-
 /* gmp__park for a caller that knows g is the task running here (a waiter
  * recorded it): its M is g->m, which saves the thread-local lookup. */
 void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason)
@@ -208,6 +193,15 @@ void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason)
 	m->waitlock = lock;
 	gmp__store32_rlx(&g->waitreason, reason); /* racy readers: dumps */
 	gmp__mcall(m, g, park_m);
+}
+
+void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason)
+{
+	gmp_m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (!g)
+		gmp__throw("gmp_park called outside a task");
+	gmp__park_g(g, unlockf, lock, reason);
 }
 
 GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)

@@ -726,12 +726,15 @@ static void test_thread_new_threads_get_init_sigmask(void **s)
 
 struct counts {
 	gmp_stats unlocked, locked;
+	int eagains; /* pthread_create failures to inject before the lock */
 };
 
 static void lock_and_count(void *arg)
 {
 	struct counts *c = arg;
 	c->unlocked = stats();
+	if (c->eagains)
+		gmp__fault_arm(GMP__FAULT_THREAD_EAGAIN, 0, c->eagains);
 	gmp_lock_os_thread(); /* the first lock starts the template thread */
 	c->locked = stats();
 	gmp_unlock_os_thread();
@@ -740,7 +743,7 @@ static void lock_and_count(void *arg)
 static void test_thread_stats_threads_total_counts_sysmon(void **s)
 {
 	(void)s;
-	struct counts c;
+	struct counts c = { .eagains = 0 };
 	tu_init(1);
 	/* Threads are made on demand: only sysmon so far. */
 	gmp_stats st;
@@ -756,21 +759,12 @@ static void test_thread_stats_threads_total_counts_sysmon(void **s)
 }
 
 /* The template thread's creation is retried on EAGAIN like an M's. */
-static void lock_after_eagain(void *arg)
-{
-	struct counts *c = arg;
-	gmp__fault_arm(GMP__FAULT_THREAD_EAGAIN, 0, 3);
-	gmp_lock_os_thread(); /* starts the template thread: fails 3 times */
-	c->locked = stats();
-	gmp_unlock_os_thread();
-}
-
 static void test_thread_template_thread_eagain_retried(void **s)
 {
 	(void)s;
-	struct counts c;
+	struct counts c = { .eagains = 3 };
 	tu_init(1);
-	assert_true(gmp_go(lock_after_eagain, &c) > 0);
+	assert_true(gmp_go(lock_and_count, &c) > 0);
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_false(gmp__fault_hit(GMP__FAULT_THREAD_EAGAIN));
 	gmp__fault_arm(GMP__FAULT_THREAD_EAGAIN, 0, 0);
