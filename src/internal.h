@@ -178,6 +178,7 @@ struct gmp_m {
 	bool thread_joinable;    /* a thread was created and not yet joined */
 	uintptr_t g0sp;          /* where mcall starts g0 frames; owner */
 	uintptr_t g0_lo, g0_hi;  /* the thread's stack bounds; owner */
+	uint32_t valgrind_g0_id; /* g0's VALGRIND_STACK_REGISTER handle */
 	void (*mstartfn)(gmp_m *);  /* run once on the new thread before
 				       scheduling; NULL for plain workers */
 	volatile uint32_t *preemptp; /* this thread's preempt flag (tls.c) */
@@ -526,6 +527,8 @@ void gmp__stack_init(void);
 int gmp__stack_alloc(gmp__stack *s, void **gmem);
 void gmp__stack_forget(gmp__stack *s);
 void gmp__stack_trim(gmp__stack *s, size_t keep);
+uint32_t gmp__stack_valgrind_register(uintptr_t lo, uintptr_t hi);
+void gmp__stack_valgrind_deregister(uint32_t id);
 bool gmp__stack_guard_hit(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install);
 void gmp__stack_release_all(void);

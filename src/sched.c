@@ -375,10 +375,20 @@ void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning)
 static void mexit(gmp_m *m) __attribute__((noreturn));
 
 /* Runs once on the M's thread before it schedules; m->g0sp must be set
- * here, in a frame that stays below mstart's exit jmp_buf forever. */
-static __attribute__((noinline)) void mstart1(gmp_m *m)
+ * here, in a frame that stays below mstart's exit jmp_buf forever.
+ *
+ * g0sp is the top of a pad in this very frame, which never returns: each
+ * scheduling round on g0 starts there and grows down from it. Being inside
+ * a live frame matters to Valgrind, which marks stack memory above the
+ * deepest live frame as dead when calls return; a g0sp below this frame
+ * would lie in such memory, and every mcall's first push would be
+ * reported. Not instrumented by ASan, which would put the pad on its heap
+ * fake stack (and redzones around it). */
+static __attribute__((noinline, no_sanitize_address)) void mstart1(gmp_m *m)
 {
-	m->g0sp = ((uintptr_t)__builtin_frame_address(0) - 256) & ~(uintptr_t)15;
+	volatile char pad[256];
+	pad[0] = 0;
+	m->g0sp = (uintptr_t)&pad[sizeof pad - 16] & ~(uintptr_t)15;
 	gmp__fiber_m_enter_g0(m);
 	if (m->mstartfn)
 		m->mstartfn(m);
@@ -406,6 +416,7 @@ static void *mstart(void *arg)
 	}
 	m->g0_lo = (uintptr_t)lo;
 	m->g0_hi = (uintptr_t)lo + size;
+	m->valgrind_g0_id = gmp__stack_valgrind_register(m->g0_lo, m->g0_hi);
 	/* Under mexit_lock: sysmon's preemptone reads it there. */
 	gmp__lock(&gmp__sched.mexit_lock);
 	m->preemptp = gmp__tls_preempt_flag();
@@ -421,6 +432,8 @@ static void *mstart(void *arg)
 		mstart1(m);
 	/* mexit jumped here: this thread is done. */
 	gmp__fiber_m_done(m);
+	gmp__stack_valgrind_deregister(m->valgrind_g0_id);
+	m->valgrind_g0_id = 0;
 	gmp__setm(NULL);
 	return NULL;
 }

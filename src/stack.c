@@ -311,6 +311,33 @@ out:
 	return err;
 }
 
+/* An M's g0 stack (its thread's own) for Valgrind. Valgrind takes a move
+ * of the stack pointer between two registered stacks for a switch; a move
+ * from a task's (registered) stack to an unregistered one that lies within
+ * --max-stackframe (2 MB) of it, as a thread stack mapped next to a stack
+ * region can, it takes for the stack shrinking, marks everything between
+ * inaccessible, and then flags every push on g0. So g0 stacks are
+ * registered too. Returns the handle (0 when not built with Valgrind). */
+uint32_t gmp__stack_valgrind_register(uintptr_t lo, uintptr_t hi)
+{
+#if GMP__HAVE_VALGRIND
+	if (lo < hi)
+		return VALGRIND_STACK_REGISTER(lo, hi);
+#endif
+	(void)lo;
+	(void)hi;
+	return 0;
+}
+
+void gmp__stack_valgrind_deregister(uint32_t id)
+{
+#if GMP__HAVE_VALGRIND
+	if (id)
+		VALGRIND_STACK_DEREGISTER(id);
+#endif
+	(void)id;
+}
+
 /* Shutdown: the stack's memory goes with its region. */
 void gmp__stack_forget(gmp__stack *s)
 {
