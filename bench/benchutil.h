@@ -32,8 +32,8 @@ static inline const char *bench_flag(int argc, char **argv, const char *name)
 	size_t len = strlen(name);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (a[0] == '-' && a[1] == '-' && strncmp(a + 2, name, len) == 0 &&
-		    a[2 + len] == '=')
+		if (a[0] == '-' && a[1] == '-' &&
+		    strncmp(a + 2, name, len) == 0 && a[2 + len] == '=')
 			return a + 3 + len;
 	}
 	return NULL;

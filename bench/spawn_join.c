@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 		return 1;
 	gmp_main(spawner, NULL);
 	gmp_shutdown();
-	printf("bench=spawn_join procs=%d n=%lld ns_per_op=%.2f\n", a.procs,
-	       n, (double)(t_end - t_start) / (double)n);
+	printf("bench=spawn_join procs=%d n=%lld ns_per_op=%.2f\n", a.procs, n,
+	       (double)(t_end - t_start) / (double)n);
 	return 0;
 }

@@ -148,7 +148,8 @@ GMP_EXTERN void gmp_preempt_point_slow_(void);
 static inline void gmp_preempt_point_inline_(void)
 {
 	if (__builtin_expect(__atomic_load_n(&gmp_preempt_pending_,
-					     __ATOMIC_RELAXED) != 0, 0))
+					     __ATOMIC_RELAXED) != 0,
+			     0))
 		gmp_preempt_point_slow_();
 }
 #define gmp_preempt_point() gmp_preempt_point_inline_()
@@ -284,8 +285,8 @@ typedef struct gmp_stats {
 	uint64_t tasks_runnable, tasks_waiting;
 	uint64_t procs, procs_idle, threads_idle, threads_spinning;
 	uint64_t spawned, steals, global_runq_len;
-	uint64_t retakes;          /* Ps sysmon took from tasks in syscalls   */
-	uint64_t handoffs;         /* Ps passed to another M by handoffp      */
+	uint64_t retakes;  /* Ps sysmon took from tasks in syscalls   */
+	uint64_t handoffs; /* Ps passed to another M by handoffp      */
 } gmp_stats;
 
 /* Fills *out with a snapshot (values are read without stopping anything,
@@ -334,10 +335,12 @@ GMP_EXTERN int gmp_dump(FILE *f);
 typedef struct gmp_mutex {
 	uint64_t opaque_[1];
 } gmp_mutex;
+/* clang-format off */
 #define GMP_MUTEX_INIT { { 0 } }
+/* clang-format on */
 
-GMP_EXTERN void gmp_mutex_lock(gmp_mutex *mu);      /* may block */
-GMP_EXTERN bool gmp_mutex_trylock(gmp_mutex *mu);   /* never blocks */
+GMP_EXTERN void gmp_mutex_lock(gmp_mutex *mu);    /* may block */
+GMP_EXTERN bool gmp_mutex_trylock(gmp_mutex *mu); /* never blocks */
 /* Unlocks; never blocks, but handing the lock to a starving waiter is a
  * switch point (the waiter runs next). Unlocking an unlocked mutex aborts. */
 GMP_EXTERN void gmp_mutex_unlock(gmp_mutex *mu);
@@ -348,7 +351,9 @@ GMP_EXTERN void gmp_mutex_unlock(gmp_mutex *mu);
 typedef struct gmp_wg {
 	uint64_t opaque_[2];
 } gmp_wg;
+/* clang-format off */
 #define GMP_WG_INIT { { 0, 0 } }
+/* clang-format on */
 
 GMP_EXTERN void gmp_wg_add(gmp_wg *wg, int64_t delta); /* never blocks */
 GMP_EXTERN void gmp_wg_done(gmp_wg *wg);               /* add(-1) */
@@ -408,12 +413,11 @@ typedef enum gmp_select_op {
 typedef struct gmp_select_case {
 	gmp_chan *chan;
 	gmp_select_op op;
-	void *elem;    /* SEND: the value; RECV: where it goes (NULL: drop) */
-	int result;    /* out, for the chosen case */
+	void *elem; /* SEND: the value; RECV: where it goes (NULL: drop) */
+	int result; /* out, for the chosen case */
 } gmp_select_case;
 
-GMP_EXTERN int gmp_select(gmp_select_case *cases, size_t n,
-			  int64_t timeout_ns);
+GMP_EXTERN int gmp_select(gmp_select_case *cases, size_t n, int64_t timeout_ns);
 
 /* Sleeps at least ns nanoseconds (time.Sleep); ns <= 0 returns at once
  * (a task still yields). Timers live in the Ps: sleeping tasks hold no
@@ -455,8 +459,7 @@ GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n);
 GMP_EXTERN int gmp_accept(int fd, struct sockaddr *addr, socklen_t *len);
 /* Connects, waiting out EINPROGRESS on a non-blocking socket; returns 0 or
  * the connection's -errno (from SO_ERROR). */
-GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr,
-			   socklen_t len);
+GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr, socklen_t len);
 /* Waits until fd is ready for `events` (POLLIN, POLLOUT); returns the ready
  * bits (> 0, possibly with POLLHUP/POLLERR), 0 on timeout, or -errno
  * (-EBADF for a bad or gmp_close()d descriptor). timeout_ns < 0 waits

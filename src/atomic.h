@@ -113,7 +113,8 @@ static inline uint64_t gmp__xchg64_full(volatile uint64_t *p, uint64_t n)
 {
 	uint64_t o = gmp__load64_rlx(p);
 	for (;;) {
-		uint64_t seen = AO_fetch_compare_and_swap_full(GMP__AO64(p), o, n);
+		uint64_t seen =
+			AO_fetch_compare_and_swap_full(GMP__AO64(p), o, n);
 		if (seen == o)
 			return o;
 		o = seen;
@@ -129,16 +130,17 @@ static inline uint64_t gmp__add64_full(volatile uint64_t *p, int64_t d)
 }
 
 /* ---- pointers ---------------------------------------------------------- */
-#define gmp__loadp_rlx(pp) ((__typeof__(*(pp)))AO_load((const volatile AO_t *)(pp)))
-#define gmp__loadp_acq(pp) \
+#define gmp__loadp_rlx(pp)                                                     \
+	((__typeof__(*(pp)))AO_load((const volatile AO_t *)(pp)))
+#define gmp__loadp_acq(pp)                                                     \
 	((__typeof__(*(pp)))AO_load_acquire((const volatile AO_t *)(pp)))
 #define gmp__storep_rlx(pp, v) AO_store(GMP__AO64(pp), (AO_t)(v))
 #define gmp__storep_rel(pp, v) AO_store_release(GMP__AO64(pp), (AO_t)(v))
-#define gmp__casp_full(pp, o, n) \
+#define gmp__casp_full(pp, o, n)                                               \
 	AO_compare_and_swap_full(GMP__AO64(pp), (AO_t)(o), (AO_t)(n))
-#define gmp__casp_rel(pp, o, n) \
+#define gmp__casp_rel(pp, o, n)                                                \
 	AO_compare_and_swap_release(GMP__AO64(pp), (AO_t)(o), (AO_t)(n))
-#define gmp__casp_acq(pp, o, n) \
+#define gmp__casp_acq(pp, o, n)                                                \
 	AO_compare_and_swap_acquire(GMP__AO64(pp), (AO_t)(o), (AO_t)(n))
 
 /* ---- bytes (flags) ----------------------------------------------------- */

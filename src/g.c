@@ -217,7 +217,7 @@ void gmp__gfree_all(void)
 /* ---- task-local keys ---------------------------------------------------- */
 
 static struct {
-	volatile uint32_t n;                  /* keys created; atomic */
+	volatile uint32_t n;                         /* keys created; atomic */
 	void (*volatile dtor[GMP_KEYS_MAX])(void *); /* set before n grows */
 } keys;
 

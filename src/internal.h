@@ -82,8 +82,8 @@ enum gmp__gstatus {
 /* Why a task waits; printed by dumps and the gdb extension. */
 enum gmp__waitreason {
 	GMP__WAIT_NONE = 0,
-	GMP__WAIT_PARK,      /* gmp_park by the user */
-	GMP__WAIT_YIELD,     /* runnable after gmp_yield (never in WAITING) */
+	GMP__WAIT_PARK,  /* gmp_park by the user */
+	GMP__WAIT_YIELD, /* runnable after gmp_yield (never in WAITING) */
 	GMP__WAIT_SEMACQUIRE,
 	GMP__WAIT_MUTEX,
 	GMP__WAIT_WG,
@@ -110,30 +110,30 @@ typedef struct gmp__stack {
 } gmp__stack;
 
 struct gmp_g {
-	gmp__gobuf sched;       /* saved context while not running; owner */
-	gmp__stack stack;       /* immutable while the G is live */
-	volatile uint32_t status;  /* atomic: see gmp__casgstatus */
+	gmp__gobuf sched;         /* saved context while not running; owner */
+	gmp__stack stack;         /* immutable while the G is live */
+	volatile uint32_t status; /* atomic: see gmp__casgstatus */
 	volatile uint32_t waitreason; /* racy: written by the G as it parks */
-	int64_t id;             /* owner; > 0 while live, reused Gs get new ids */
-	gmp_fn fn;              /* entry function and its argument; owner */
+	int64_t id; /* owner; > 0 while live, reused Gs get new ids */
+	gmp_fn fn;  /* entry function and its argument; owner */
 	void *arg;
-	gmp_g *schedlink;       /* next in a run queue or free list; queue owner */
-	gmp_g *gfreebatch;      /* global free list: the next batch (on the
+	gmp_g *schedlink;  /* next in a run queue or free list; queue owner */
+	gmp_g *gfreebatch; /* global free list: the next batch (on the
 				   first G of a batch); under gfree.lock */
-	int64_t gfreen;         /* ... and this batch's length */
-	gmp_m *volatile m;      /* the M running it; NULL when not running;
+	int64_t gfreen;    /* ... and this batch's length */
+	gmp_m *volatile m; /* the M running it; NULL when not running;
 				   owner writes, sysmon reads racily */
-	gmp_m *lastm;           /* racy: the M it ran on last (for dumps) */
-	gmp_m *lockedm;         /* M this G is locked to (LockOSThread); owner */
-	volatile bool preempt;  /* atomic: sysmon asks it to yield */
-	int saved_errno;        /* errno across switch points; owner */
-	void **keys;            /* task-local values, gmp_key.id-indexed; owner */
-	uint32_t nkeys;         /* capacity of keys[] */
-	void *param;            /* passed by a waker (channels, semaphores) */
-	gmp_g *allglink;        /* all-G list, under gmp__allg_lock */
+	gmp_m *lastm;      /* racy: the M it ran on last (for dumps) */
+	gmp_m *lockedm;    /* M this G is locked to (LockOSThread); owner */
+	volatile bool preempt; /* atomic: sysmon asks it to yield */
+	int saved_errno;       /* errno across switch points; owner */
+	void **keys;     /* task-local values, gmp_key.id-indexed; owner */
+	uint32_t nkeys;  /* capacity of keys[] */
+	void *param;     /* passed by a waker (channels, semaphores) */
+	gmp_g *allglink; /* all-G list, under gmp__allg_lock */
 	/* Sanitizer and Valgrind state for this G's stack (src/fiber.h). */
 	void *asan_fake_stack;
-	uintptr_t asan_low;     /* lowest live frame when the task died */
+	uintptr_t asan_low; /* lowest live frame when the task died */
 	void *tsan_fiber;
 };
 
@@ -148,21 +148,21 @@ struct gmp_g {
  */
 struct gmp_m {
 	int64_t id;
-	gmp_g *volatile curg;    /* G running now; owner writes (relaxed
+	gmp_g *volatile curg;   /* G running now; owner writes (relaxed
 				    atomic), sysmon and dumps read racily */
-	gmp_p *volatile p;       /* P held; owner (sysmon may clear it while
+	gmp_p *volatile p;      /* P held; owner (sysmon may clear it while
 				    curg is SYSCALL|SCAN, see syscall.c) */
-	gmp_p *nextp;            /* P handed over by startm; set before the
+	gmp_p *nextp;           /* P handed over by startm; set before the
 				    notewakeup that releases the M */
-	gmp_p *oldp;             /* P held when the syscall began; owner */
-	uint32_t syscalltick;    /* p->syscalltick at entersyscall; owner */
-	volatile bool spinning;  /* owner; counted in sched.nmspinning */
-	volatile bool idle;      /* on sched.midle; sched.lock */
-	bool exiting;            /* set with park woken: leave the thread */
-	gmp__note park;          /* where the idle M sleeps */
-	gmp_m *schedlink;        /* idle list (sched.midle); sched.lock */
-	gmp_m *alllink;          /* all-M list; immutable once linked */
-	gmp_m *freelink;         /* sched.freem; sched.lock */
+	gmp_p *oldp;            /* P held when the syscall began; owner */
+	uint32_t syscalltick;   /* p->syscalltick at entersyscall; owner */
+	volatile bool spinning; /* owner; counted in sched.nmspinning */
+	volatile bool idle;     /* on sched.midle; sched.lock */
+	bool exiting;           /* set with park woken: leave the thread */
+	gmp__note park;         /* where the idle M sleeps */
+	gmp_m *schedlink;       /* idle list (sched.midle); sched.lock */
+	gmp_m *alllink;         /* all-M list; immutable once linked */
+	gmp_m *freelink;        /* sched.freem; sched.lock */
 
 	/* LockOSThread (src/syscall.c): G locked to this M and nest counts. */
 	gmp_g *volatile lockedg;
@@ -174,21 +174,21 @@ struct gmp_m {
 
 	/* Thread and g0 stack. */
 	pthread_t thread;
-	pid_t tid;               /* racy: for dumps and tests */
-	bool thread_joinable;    /* a thread was created and not yet joined */
-	uintptr_t g0sp;          /* where mcall starts g0 frames; owner */
-	uintptr_t g0_lo, g0_hi;  /* the thread's stack bounds; owner */
-	uint32_t valgrind_g0_id; /* g0's VALGRIND_STACK_REGISTER handle */
-	void (*mstartfn)(gmp_m *);  /* run once on the new thread before
+	pid_t tid;                 /* racy: for dumps and tests */
+	bool thread_joinable;      /* a thread was created and not yet joined */
+	uintptr_t g0sp;            /* where mcall starts g0 frames; owner */
+	uintptr_t g0_lo, g0_hi;    /* the thread's stack bounds; owner */
+	uint32_t valgrind_g0_id;   /* g0's VALGRIND_STACK_REGISTER handle */
+	void (*mstartfn)(gmp_m *); /* run once on the new thread before
 				       scheduling; NULL for plain workers */
 	volatile uint32_t *preemptp; /* this thread's preempt flag (tls.c) */
-	int *errnop;             /* this thread's errno (&errno on it) */
-	uint64_t rand;           /* owner: cheap per-M random state */
-	int64_t idle_since;      /* when it last parked idle; owner */
-	jmp_buf *exitjmp;        /* mstart's exit point; owner */
+	int *errnop;                 /* this thread's errno (&errno on it) */
+	uint64_t rand;               /* owner: cheap per-M random state */
+	int64_t idle_since;          /* when it last parked idle; owner */
+	jmp_buf *exitjmp;            /* mstart's exit point; owner */
 
 	void *asan_fake_stack_g0;
-	uintptr_t asan_g0_low;   /* lowest live g0 frame when it left g0 */
+	uintptr_t asan_g0_low; /* lowest live g0 frame when it left g0 */
 	void *tsan_fiber_g0, *tsan_fiber_thread;
 	uint32_t tsan_g0_rounds;
 };
@@ -215,14 +215,14 @@ enum gmp__pstatus {
 
 struct gmp_p {
 	int32_t id;
-	volatile uint32_t status; /* atomic store under sched.lock or by the
+	volatile uint32_t status;    /* atomic store under sched.lock or by the
 				     holder; racy loads by sysmon/stealers */
-	gmp_p *link;              /* sched.pidle; sched.lock */
-	gmp_m *volatile m;        /* holder; racy reads by sysmon */
-	volatile uint32_t schedtick;   /* owner writes, sysmon reads (racy) */
+	gmp_p *link;                 /* sched.pidle; sched.lock */
+	gmp_m *volatile m;           /* holder; racy reads by sysmon */
+	volatile uint32_t schedtick; /* owner writes, sysmon reads (racy) */
 	volatile uint32_t syscalltick; /* owner writes, sysmon reads (racy) */
-	volatile bool preempt;    /* sysmon: the slice expired, skip runnext */
-	uint32_t rand;            /* owner: randomised-scheduling state */
+	volatile bool preempt; /* sysmon: the slice expired, skip runnext */
+	uint32_t rand;         /* owner: randomised-scheduling state */
 
 	/* sysmon's private record of what it saw (src/sysmon.c). */
 	struct {
@@ -317,45 +317,45 @@ static inline void gmp__gq_append(gmp__gqueue *a, gmp__gqueue *b)
 
 typedef struct gmp__sched {
 	gmp__mutex lock;
-	gmp__mutex mexit_lock;    /* an M's thread stays alive while held */
+	gmp__mutex mexit_lock; /* an M's thread stays alive while held */
 
 	gmp_m *midle;             /* idle Ms; sched.lock */
 	volatile uint32_t nmidle; /* sched.lock; racy reads for stats */
-	int32_t nmidlelocked;     /* locked Ms waiting for their G; sched.lock */
-	int64_t mnext;            /* Ms ever created = next M id; sched.lock */
-	int32_t nmfreed;          /* Ms that exited; sched.lock */
-	int32_t maxmcount;        /* thread cap; sched.lock */
-	int32_t nmsys;            /* system threads (sysmon, template); sched.lock */
+	int32_t nmidlelocked; /* locked Ms waiting for their G; sched.lock */
+	int64_t mnext;        /* Ms ever created = next M id; sched.lock */
+	int32_t nmfreed;      /* Ms that exited; sched.lock */
+	int32_t maxmcount;    /* thread cap; sched.lock */
+	int32_t nmsys; /* system threads (sysmon, template); sched.lock */
 	volatile uint32_t mcreating; /* startm's thread creations in flight;
 					written under sched.lock, awaited by
 					gmp__sched_stop (acquire) */
-	gmp_m *freem;             /* exited Ms whose threads await a join;
+	gmp_m *freem;                /* exited Ms whose threads await a join;
 				     sched.lock */
-	gmp_m *allm;              /* every M struct ever made; prepend-only
+	gmp_m *allm;                 /* every M struct ever made; prepend-only
 				     under sched.lock, read lock-free */
 
-	gmp_p *pidle;             /* idle Ps; sched.lock */
-	volatile uint32_t npidle;     /* atomic; written under sched.lock */
-	volatile uint32_t nmspinning; /* atomic (see sched.c's protocol) */
+	gmp_p *pidle;                   /* idle Ps; sched.lock */
+	volatile uint32_t npidle;       /* atomic; written under sched.lock */
+	volatile uint32_t nmspinning;   /* atomic (see sched.c's protocol) */
 	volatile uint32_t needspinning; /* atomic: a P must not go idle */
 
-	gmp__gqueue runq;         /* global run queue; sched.lock */
+	gmp__gqueue runq;           /* global run queue; sched.lock */
 	volatile uint64_t runqsize; /* atomic mirror of runq.n for lock-free
 				       emptiness checks; written under lock */
 
 	struct {
 		gmp__mutex lock;
-		gmp_g *volatile list;  /* batches of dead Gs, each a chain on
+		gmp_g *volatile list; /* batches of dead Gs, each a chain on
 					  schedlink, linked by gfreebatch;
 					  written under lock, peeked racily */
 		int64_t n;
-	} gfree;                  /* dead Gs with stacks */
+	} gfree; /* dead Gs with stacks */
 
-	volatile uint64_t goidgen;   /* atomic: last task id handed out */
+	volatile uint64_t goidgen;      /* atomic: last task id handed out */
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
-	volatile uint32_t nthreads;  /* atomic: live runtime threads */
-	volatile uint64_t nhandoffs; /* atomic: Ps handed to another M */
-	volatile uint64_t nretakes;  /* atomic: Ps sysmon took from syscalls */
+	volatile uint32_t nthreads;     /* atomic: live runtime threads */
+	volatile uint64_t nhandoffs;    /* atomic: Ps handed to another M */
+	volatile uint64_t nretakes; /* atomic: Ps sysmon took from syscalls */
 
 	/* Ps: allp[0..gomaxprocs) are live; entries beyond are DEAD or NULL.
 	 * allp grows only; entries are never freed while running. */
@@ -375,8 +375,8 @@ typedef struct gmp__sched {
 	gmp__note sysmonnote;
 
 	/* Shutdown: the runtime stops once every task has ended. */
-	volatile uint32_t stopping;   /* atomic: Ms must exit, not park */
-	volatile uint32_t drain_seq;  /* futex word bumped when a P goes
+	volatile uint32_t stopping;      /* atomic: Ms must exit, not park */
+	volatile uint32_t drain_seq;     /* futex word bumped when a P goes
 					 idle while someone drains */
 	volatile uint32_t drain_waiters; /* atomic: someone waits on it */
 } gmp__sched_t;
@@ -385,11 +385,11 @@ extern gmp__sched_t gmp__sched;
 
 /* Settings fixed at gmp_init (runtime.c). */
 typedef struct gmp__settings {
-	size_t stack_size;          /* usable bytes per task stack */
-	int stack_guard;            /* GMP__GUARD_AUTO/ALWAYS/NEVER */
+	size_t stack_size;              /* usable bytes per task stack */
+	int stack_guard;                /* GMP__GUARD_AUTO/ALWAYS/NEVER */
 	int64_t idle_thread_timeout_ns; /* 0: keep idle threads */
 	int schedtrace_ms, scheddetail, randomize, sigquit;
-	bool maxprocs_from_user;    /* maxprocs was given, not detected */
+	bool maxprocs_from_user; /* maxprocs was given, not detected */
 } gmp__settings;
 extern gmp__settings gmp__cfg;
 

@@ -28,7 +28,10 @@ typedef struct gmp__mutex {
 	volatile uint32_t key;
 } gmp__mutex;
 
-#define GMP__MUTEX_INIT { 0 }
+#define GMP__MUTEX_INIT                                                        \
+	{                                                                      \
+		0                                                              \
+	}
 
 void gmp__lock_slow(gmp__mutex *l);
 void gmp__unlock_slow(gmp__mutex *l);

@@ -8,13 +8,13 @@
 #include "netpoll.h"
 
 static struct {
-	gmp__mutex lock;           /* init and shutdown */
-	volatile uint32_t inited;  /* atomic: epfd and evfd are valid */
+	gmp__mutex lock;          /* init and shutdown */
+	volatile uint32_t inited; /* atomic: epfd and evfd are valid */
 	int epfd, evfd;
-	volatile uint32_t waiters; /* atomic: tasks parked on I/O */
+	volatile uint32_t waiters;  /* atomic: tasks parked on I/O */
 	volatile uint32_t breaking; /* atomic: a break is in flight */
-	volatile uint32_t pwait2;  /* 0 unknown, 1 usable, 2 ENOSYS */
-	volatile uint32_t gen;     /* atomic: bumped by every init (under
+	volatile uint32_t pwait2;   /* 0 unknown, 1 usable, 2 ENOSYS */
+	volatile uint32_t gen;      /* atomic: bumped by every init (under
 				      lock, before inited is published) */
 } np;
 
@@ -181,7 +181,8 @@ int gmp__netpoll(int64_t delay, gmp__gqueue *q)
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == &break_cookie) {
 			uint64_t v;
-			while (read(np.evfd, &v, sizeof v) < 0 && errno == EINTR)
+			while (read(np.evfd, &v, sizeof v) < 0 &&
+			       errno == EINTR)
 				;
 			gmp__store32_rel(&np.breaking, 0);
 			continue;

@@ -15,7 +15,7 @@
 int gmp__futex_wait(volatile uint32_t *addr, uint32_t val, int64_t ns);
 void gmp__futex_wake(volatile uint32_t *addr, int n);
 
-int64_t gmp__nanotime(void);     /* CLOCK_MONOTONIC */
+int64_t gmp__nanotime(void); /* CLOCK_MONOTONIC */
 /* Asks for precise timed sleeps on this thread (PR_SET_TIMERSLACK). */
 void gmp__os_timerslack_min(void);
 void gmp__osyield(void);

@@ -41,7 +41,8 @@ int gmp__futex_wait(volatile uint32_t *addr, uint32_t val, int64_t ns)
 		tsp = &ts;
 	}
 	int saved = errno;
-	long r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, tsp, NULL, 0);
+	long r =
+		syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, tsp, NULL, 0);
 	int err = r < 0 ? errno : 0;
 	errno = saved;
 	return -err;

@@ -89,7 +89,6 @@ int64_t gmp__go_nop(gmp_fn fn, void *arg)
 	return id;
 }
 
-
 GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 {
 	if (!fn)
@@ -234,8 +233,8 @@ void gmp__ready(gmp_g *g, bool next)
 	if (!g)
 		gmp__throw("gmp_ready of a NULL task");
 	/* The CAS also catches two wakers racing for the same task. */
-	uint32_t seen = gmp__fcas32_full(&g->status, GMP__G_WAITING,
-					 GMP__G_RUNNABLE);
+	uint32_t seen =
+		gmp__fcas32_full(&g->status, GMP__G_WAITING, GMP__G_RUNNABLE);
 	if (seen != GMP__G_WAITING)
 		gmp__throw("gmp_ready: task %lld is %s, not waiting",
 			   (long long)g->id, gmp__gstatus_name(seen));

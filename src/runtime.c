@@ -79,7 +79,8 @@ static int parse_size(const char *s, size_t *out)
 	default:
 		return -EINVAL;
 	}
-	if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]))
+	if (*end && end[1] &&
+	    !(toupper((unsigned char)end[1]) == 'B' && !end[2]))
 		return -EINVAL;
 	if (v > (SIZE_MAX >> 1) >> shift)
 		return -EINVAL;

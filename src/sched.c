@@ -114,7 +114,8 @@ static gmp_g *globrunq_get(gmp_p *p, int64_t max)
 	int64_t n = gmp__sched.runq.n;
 	if (n == 0)
 		return NULL;
-	int64_t share = n / (int64_t)gmp__load32_rlx(&gmp__sched.gomaxprocs) + 1;
+	int64_t share =
+		n / (int64_t)gmp__load32_rlx(&gmp__sched.gomaxprocs) + 1;
 	if (n > share)
 		n = share;
 	if (n > max)
@@ -254,8 +255,7 @@ static void mput(gmp_m *m)
 	m->schedlink = gmp__sched.midle;
 	gmp__sched.midle = m;
 	gmp__storeb_rlx(&m->idle, true); /* racy readers: dumps */
-	gmp__store32_rlx(&gmp__sched.nmidle,
-			 gmp__sched.nmidle + 1);
+	gmp__store32_rlx(&gmp__sched.nmidle, gmp__sched.nmidle + 1);
 }
 
 gmp_m *gmp__mget(void)
@@ -265,8 +265,7 @@ gmp_m *gmp__mget(void)
 		gmp__sched.midle = m->schedlink;
 		m->schedlink = NULL;
 		gmp__storeb_rlx(&m->idle, false);
-		gmp__store32_rlx(&gmp__sched.nmidle,
-				 gmp__sched.nmidle - 1);
+		gmp__store32_rlx(&gmp__sched.nmidle, gmp__sched.nmidle - 1);
 	}
 	return m;
 }
@@ -275,7 +274,8 @@ uint32_t gmp__cheaprand(gmp_m *m)
 {
 	/* wyrand: fast, good enough for steal order */
 	m->rand += 0xa0761d6478bd642fULL;
-	__uint128_t t = (__uint128_t)m->rand * (m->rand ^ 0xe7037ed1a0b428dbULL);
+	__uint128_t t =
+		(__uint128_t)m->rand * (m->rand ^ 0xe7037ed1a0b428dbULL);
 	return (uint32_t)((t >> 64) ^ t);
 }
 
@@ -470,8 +470,7 @@ static bool idle_expire(gmp_m *m)
 		gmp__unlock(&gmp__sched.lock);
 		return false;
 	}
-	if (gmp__sched.nmidle <=
-	    gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
+	if (gmp__sched.nmidle <= gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
 		gmp__unlock(&gmp__sched.lock);
 		return true;
 	}
@@ -482,8 +481,7 @@ static bool idle_expire(gmp_m *m)
 			break;
 		}
 	gmp__storeb_rlx(&m->idle, false);
-	gmp__store32_rlx(&gmp__sched.nmidle,
-			 gmp__sched.nmidle - 1);
+	gmp__store32_rlx(&gmp__sched.nmidle, gmp__sched.nmidle - 1);
 	gmp__unlock(&gmp__sched.lock);
 	mexit(m);
 }
@@ -933,8 +931,9 @@ top:;
 	/* Steal, but keep the number of spinning Ms under half the busy Ps:
 	 * with many Ps and little parallelism, spinning is wasted CPU. */
 	uint32_t procs = gmp__load32_rlx(&gmp__sched.gomaxprocs);
-	if (m->spinning || 2 * gmp__load32_rlx(&gmp__sched.nmspinning) <
-				   procs - gmp__load32_rlx(&gmp__sched.npidle)) {
+	if (m->spinning ||
+	    2 * gmp__load32_rlx(&gmp__sched.nmspinning) <
+		    procs - gmp__load32_rlx(&gmp__sched.npidle)) {
 		if (!m->spinning)
 			becomespinning(m);
 		g = stealwork(m, inherit, &poll_until);
@@ -1014,7 +1013,8 @@ top:;
 		gmp__gqueue q = { 0 };
 		gmp__netpoll(delay, &q);
 		gmp__store64_rel(&gmp__sched.pollUntil, 0);
-		gmp__store64_rel(&gmp__sched.lastpoll, (uint64_t)gmp__nanotime());
+		gmp__store64_rel(&gmp__sched.lastpoll,
+				 (uint64_t)gmp__nanotime());
 		gmp__lock(&gmp__sched.lock);
 		gmp_p *np = gmp__pidleget();
 		gmp__unlock(&gmp__sched.lock);

@@ -29,8 +29,8 @@ enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 static struct {
 	pthread_t thread;
 	bool running;
-	volatile uint32_t stop;  /* atomic */
-	gmp__note stopnote;      /* sysmon's own short sleeps */
+	volatile uint32_t stop; /* atomic */
+	gmp__note stopnote;     /* sysmon's own short sleeps */
 } sm;
 
 /* Called with sched.lock held. */
@@ -89,7 +89,8 @@ static uint32_t retake(int64_t now)
 		/* First sight of this syscall: note it and wait one period
 		 * (at least 20 µs). */
 		uint32_t st = gmp__load32_rlx(&p->syscalltick);
-		if (!sysretake && (pd->syscalltick != st || pd->syscallwhen == 0)) {
+		if (!sysretake &&
+		    (pd->syscalltick != st || pd->syscallwhen == 0)) {
 			pd->syscalltick = st;
 			pd->syscallwhen = now;
 			gmp__syscall_resume(g);
@@ -120,18 +121,18 @@ static void schedtrace(int64_t now, int64_t start)
 	char buf[4096];
 	int len = 0;
 	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
-	len += snprintf(buf + len, sizeof buf - (size_t)len,
-			"SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%u "
-			"spinningthreads=%u needspinning=%u idlethreads=%u "
-			"runqueue=%llu [",
-			(long long)((now - start) / 1000000), procs,
-			gmp__load32_rlx(&gmp__sched.npidle),
-			gmp__load32_rlx(&gmp__sched.nthreads),
-			gmp__load32_rlx(&gmp__sched.nmspinning),
-			gmp__load32_rlx(&gmp__sched.needspinning),
-			gmp__load32_rlx(&gmp__sched.nmidle),
-			(unsigned long long)gmp__load64_rlx(
-				&gmp__sched.runqsize));
+	len += snprintf(
+		buf + len, sizeof buf - (size_t)len,
+		"SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%u "
+		"spinningthreads=%u needspinning=%u idlethreads=%u "
+		"runqueue=%llu [",
+		(long long)((now - start) / 1000000), procs,
+		gmp__load32_rlx(&gmp__sched.npidle),
+		gmp__load32_rlx(&gmp__sched.nthreads),
+		gmp__load32_rlx(&gmp__sched.nmspinning),
+		gmp__load32_rlx(&gmp__sched.needspinning),
+		gmp__load32_rlx(&gmp__sched.nmidle),
+		(unsigned long long)gmp__load64_rlx(&gmp__sched.runqsize));
 	for (uint32_t i = 0; i < procs && len < (int)sizeof buf - 16; i++) {
 		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%u",
@@ -189,8 +190,9 @@ static void *sysmon_main(void *arg)
 			overshoot = (3 * overshoot + over) / 4;
 		}
 
-		if (trace_ns <= 0 && gmp__load32_rlx(&gmp__sched.npidle) ==
-					     gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
+		if (trace_ns <= 0 &&
+		    gmp__load32_rlx(&gmp__sched.npidle) ==
+			    gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
 			gmp__lock(&gmp__sched.lock);
 			if (gmp__load32_rlx(&gmp__sched.npidle) ==
 				    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&

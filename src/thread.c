@@ -13,10 +13,10 @@
 #include "internal.h"
 
 static struct {
-	gmp__mutex lock;     /* protects the fields below */
-	gmp_m *queue;        /* Ms waiting for a thread, linked by schedlink */
+	gmp__mutex lock; /* protects the fields below */
+	gmp_m *queue;    /* Ms waiting for a thread, linked by schedlink */
 	volatile bool running; /* the template thread exists; racy reads */
-	bool waiting;        /* it sleeps on wake */
+	bool waiting;          /* it sleeps on wake */
 	bool stop;
 	gmp__note wake;
 	pthread_t thread;

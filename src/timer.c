@@ -79,7 +79,8 @@ static int heap_push(gmp__timers *ts, gmp__timer *t)
 {
 	if (ts->len == ts->cap) {
 		int32_t cap = ts->cap ? ts->cap * 2 : 16;
-		gmp__timer **h = gmp__realloc(ts->heap, (size_t)cap * sizeof *h);
+		gmp__timer **h =
+			gmp__realloc(ts->heap, (size_t)cap * sizeof *h);
 		if (!h)
 			return -ENOMEM;
 		ts->heap = h;

@@ -31,10 +31,10 @@ struct gmp__timer {
 
 /* Per-P timer state, embedded in gmp_p. */
 typedef struct gmp__timers {
-	gmp__mutex lock;           /* protects heap, len, cap */
+	gmp__mutex lock; /* protects heap, len, cap */
 	gmp__timer **heap;
 	int32_t len, cap;
-	volatile int64_t next;     /* atomic: earliest when, 0 if empty;
+	volatile int64_t next; /* atomic: earliest when, 0 if empty;
 				      read lock-free by idle Ms and sysmon */
 } gmp__timers;
 

@@ -38,21 +38,21 @@
 
 typedef struct gmp__waiter gmp__waiter;
 struct gmp__waiter {
-	gmp_g *g;                /* the sleeping task, or NULL for a thread */
-	volatile uint32_t state; /* atomic: WAIT_* below */
-	bool woken;              /* set for the sleeper: a waker picked it */
-	int result;              /* what the waker reports (0, -EPIPE, ...) */
-	void *elem;              /* data slot for channel hand-offs */
+	gmp_g *g;                 /* the sleeping task, or NULL for a thread */
+	volatile uint32_t state;  /* atomic: WAIT_* below */
+	bool woken;               /* set for the sleeper: a waker picked it */
+	int result;               /* what the waker reports (0, -EPIPE, ...) */
+	void *elem;               /* data slot for channel hand-offs */
 	gmp__waiter *next, *prev; /* the primitive's wait queue (its lock) */
-	void *c;                 /* the primitive (select: which channel) */
-	int64_t ticket;          /* free for the primitive's use */
-	void *aux;               /* free for the primitive's use */
-	gmp__timer timer;        /* deadline for a task sleeper */
+	void *c;                  /* the primitive (select: which channel) */
+	int64_t ticket;           /* free for the primitive's use */
+	void *aux;                /* free for the primitive's use */
+	gmp__timer timer;         /* deadline for a task sleeper */
 };
 
 enum {
-	GMP__WAIT_PENDING = 0, /* asleep or about to be */
-	GMP__WAIT_WOKEN = 1,   /* a waker claimed it */
+	GMP__WAIT_PENDING = 0,  /* asleep or about to be */
+	GMP__WAIT_WOKEN = 1,    /* a waker claimed it */
 	GMP__WAIT_TIMEDOUT = 2, /* the deadline claimed it first */
 };
 

@@ -11,13 +11,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#define GMP_TEST_MAIN(...)                                                \
-	int main(int argc, char **argv)                                   \
-	{                                                                 \
-		const struct CMUnitTest gmp_tests_[] = { __VA_ARGS__ };   \
-		if (argc > 1)                                             \
-			cmocka_set_test_filter(argv[1]);                  \
-		return cmocka_run_group_tests(gmp_tests_, NULL, NULL);    \
+#define GMP_TEST_MAIN(...)                                                     \
+	int main(int argc, char **argv)                                        \
+	{                                                                      \
+		const struct CMUnitTest gmp_tests_[] = { __VA_ARGS__ };        \
+		if (argc > 1)                                                  \
+			cmocka_set_test_filter(argv[1]);                       \
+		return cmocka_run_group_tests(gmp_tests_, NULL, NULL);         \
 	}
 
 #endif

@@ -19,13 +19,13 @@
 /* An assertion for code running inside tasks or on other threads, where
  * cmocka's assert macros (which longjmp to the test's thread) must not be
  * used: it reports and aborts the whole test program. */
-#define T_ASSERT(c)                                                          \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "%s:%d: T_ASSERT(%s) failed\n",      \
-				__FILE__, __LINE__, #c);                     \
-			abort();                                             \
-		}                                                            \
+#define T_ASSERT(c)                                                            \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			fprintf(stderr, "%s:%d: T_ASSERT(%s) failed\n",        \
+				__FILE__, __LINE__, #c);                       \
+			abort();                                               \
+		}                                                              \
 	} while (0)
 
 /* ThreadSanitizer runs every live task on a fiber of its own and allows
@@ -53,9 +53,10 @@
 #ifndef TU_ASAN
 #define TU_ASAN 0
 #endif
-#define TU_SCALE(n)                                                          \
-	(TU_TSAN ? ((n) / 100 > 1000 ? (n) / 100 : 1000)                     \
-		 : TU_ASAN ? (n) / 10 : (n))
+#define TU_SCALE(n)                                                            \
+	(TU_TSAN   ? ((n) / 100 > 1000 ? (n) / 100 : 1000)                     \
+	 : TU_ASAN ? (n) / 10                                                  \
+		   : (n))
 
 static inline int64_t tu_now_ns(void)
 {

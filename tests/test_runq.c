@@ -78,8 +78,8 @@ static void test_runq_runnext_override_and_kickout(void **state)
 	gmp_p *p = mkp(0);
 	gmp_g *gs = mkgs(4);
 	gmp__runq_put(p, &gs[0], false);
-	gmp__runq_put(p, &gs[1], true);  /* runnext = 1 */
-	gmp__runq_put(p, &gs[2], true);  /* runnext = 2; 1 kicked to tail */
+	gmp__runq_put(p, &gs[1], true); /* runnext = 1 */
+	gmp__runq_put(p, &gs[2], true); /* runnext = 2; 1 kicked to tail */
 	assert_int_equal(gmp__runq_len(p), 3);
 	bool inherit;
 	assert_ptr_equal(gmp__runq_get(p, &inherit), &gs[2]);
@@ -140,7 +140,8 @@ static void test_runq_steal_half_at_every_fill_level(void **state)
 		assert_int_equal(gmp__runq_len(victim), fill - want);
 		bool inherit;
 		for (uint32_t i = 0; i + 1 < want; i++)
-			assert_ptr_equal(gmp__runq_get(thief, &inherit), &gs[i]);
+			assert_ptr_equal(gmp__runq_get(thief, &inherit),
+					 &gs[i]);
 		for (uint32_t i = want; i < fill; i++)
 			assert_ptr_equal(gmp__runq_get(victim, &inherit),
 					 &gs[i]);

@@ -46,10 +46,26 @@ static void million_at(int procs)
 	free(ran);
 }
 
-static void test_sched_million_tasks_maxprocs_1(void **s) { (void)s; million_at(1); }
-static void test_sched_million_tasks_maxprocs_2(void **s) { (void)s; million_at(2); }
-static void test_sched_million_tasks_maxprocs_4(void **s) { (void)s; million_at(4); }
-static void test_sched_million_tasks_maxprocs_8(void **s) { (void)s; million_at(8); }
+static void test_sched_million_tasks_maxprocs_1(void **s)
+{
+	(void)s;
+	million_at(1);
+}
+static void test_sched_million_tasks_maxprocs_2(void **s)
+{
+	(void)s;
+	million_at(2);
+}
+static void test_sched_million_tasks_maxprocs_4(void **s)
+{
+	(void)s;
+	million_at(4);
+}
+static void test_sched_million_tasks_maxprocs_8(void **s)
+{
+	(void)s;
+	million_at(8);
+}
 
 /* ---- runnext ordering ------------------------------------------------------ */
 
@@ -447,7 +463,7 @@ static void test_sched_keys_and_exit(void **s)
 		gmp_go(keyed, (void *)(uintptr_t)(i & 1));
 	gmp_shutdown();
 	assert_int_equal(atomic_load(&dtor_calls), 100); /* once per task */
-	assert_int_equal(atomic_load(&after_exit), 50);   /* gmp_exit ends */
+	assert_int_equal(atomic_load(&after_exit), 50);  /* gmp_exit ends */
 	assert_int_equal(gmp_setspecific(bogus, NULL), -EINVAL);
 }
 
