@@ -104,37 +104,34 @@ void gmp__netpoll_break(void)
 	errno = saved;
 }
 
-int gmp__netpoll_open(int fd, void *pd)
+/* One epoll_ctl on fd, for pd (NULL for a delete): 0 or -errno, with the
+ * caller's errno left alone. Every registration is edge-triggered for both
+ * directions and hang-ups. */
+static int ctl(int op, int fd, void *pd)
 {
 	struct epoll_event ev = {
 		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 		.data.ptr = pd,
 	};
 	int saved = errno;
-	int r = epoll_ctl(np.epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+	int r = epoll_ctl(np.epfd, op, fd, &ev) == 0 ? 0 : -errno;
 	errno = saved;
 	return r;
+}
+
+int gmp__netpoll_open(int fd, void *pd)
+{
+	return ctl(EPOLL_CTL_ADD, fd, pd);
 }
 
 int gmp__netpoll_modify(int fd, void *pd)
 {
-	struct epoll_event ev = {
-		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-		.data.ptr = pd,
-	};
-	int saved = errno;
-	int r = epoll_ctl(np.epfd, EPOLL_CTL_MOD, fd, &ev) == 0 ? 0 : -errno;
-	errno = saved;
-	return r;
+	return ctl(EPOLL_CTL_MOD, fd, pd);
 }
 
 int gmp__netpoll_close(int fd)
 {
-	struct epoll_event ev = { 0 };
-	int saved = errno;
-	int r = epoll_ctl(np.epfd, EPOLL_CTL_DEL, fd, &ev) == 0 ? 0 : -errno;
-	errno = saved;
-	return r;
+	return ctl(EPOLL_CTL_DEL, fd, NULL);
 }
 
 /* epoll_pwait2 (Linux 5.11) takes a nanosecond timeout; qemu-user and old

@@ -57,25 +57,24 @@ struct park_args {
 	int64_t deadline;
 };
 
-/* Runs on g0 once the task is WAITING. The timer starts before the
- * primitive's lock drops: no waker can claim w (it needs the lock) before
- * the timer exists, so a woken task never finds a timer still to come. */
+/* Runs on g0 once the task is WAITING, for a sleep with a deadline. The
+ * timer starts before the primitive's lock drops: no waker can claim w (it
+ * needs the lock) before the timer exists, so a woken task never finds a
+ * timer still to come. */
 static bool park_unlock(gmp_g *g, void *arg)
 {
 	(void)g;
 	/* Copy everything first: once the timer is armed it may fire on
 	 * another M and let the task run on, reusing *arg's stack frame. */
 	struct park_args a = *(struct park_args *)arg;
-	if (a.deadline >= 0) {
-		a.w->timer.fn = waiter_timeout;
-		a.w->timer.arg = a.w;
-		gmp__timer_start(&a.w->timer, a.deadline);
-	}
+	a.w->timer.fn = waiter_timeout;
+	a.w->timer.arg = a.w;
+	gmp__timer_start(&a.w->timer, a.deadline);
 	a.unlock(a.lock);
 	return true;
 }
 
-/* The same without a deadline, the common case: nothing to arm. */
+/* A sleep without a deadline, the common case: nothing to arm. */
 struct park_plain_args {
 	void (*unlock)(void *);
 	void *lock;
@@ -104,6 +103,8 @@ bool gmp__waiter_park(gmp__waiter *w, void (*unlock)(void *), void *lock,
 bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
 			   uint32_t reason, int64_t deadline)
 {
+	if (w->g && deadline < 0)
+		return gmp__waiter_park(w, unlock, lock, reason);
 	if (deadline >= 0 && deadline <= gmp__nanotime() &&
 	    gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT)) {
 		unlock(lock);
@@ -111,12 +112,12 @@ bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
 		return false;
 	}
 	if (w->g) {
+		/* A task with a deadline. */
 		struct park_args a = { w, unlock, lock, deadline };
 		gmp__park_g(w->g, park_unlock, &a, reason);
 		/* Readied by a waker (WOKEN) or by the timer (TIMEDOUT). */
 		uint32_t st = gmp__load32_acq(&w->state);
-		if (deadline >= 0)
-			gmp__timer_stop(&w->timer); /* waits out a running fn */
+		gmp__timer_stop(&w->timer); /* waits out a running fn */
 		w->woken = st == GMP__WAIT_WOKEN;
 		return w->woken;
 	}

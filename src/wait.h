@@ -79,15 +79,16 @@ static inline void gmp__waiter_init(gmp__waiter *w)
 	w->timer.state = 0;
 }
 
+/* The two halves of gmp__waiter_sleep (wait.c): a task with no deadline,
+ * the common case, and everything else (sleep_any takes that case too). */
+bool gmp__waiter_park(gmp__waiter *w, void (*unlock)(void *), void *lock,
+		      uint32_t reason);
+bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
+			   uint32_t reason, int64_t deadline);
+
 /* Sleeps until gmp__waiter_wake(w) or the deadline (-1: none). unlock(lock)
  * is called once the sleep is committed. Returns true if woken by a waker
  * (w->woken), false on timeout. The wait reason is for dumps. */
-bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
-			   uint32_t reason, int64_t deadline);
-/* The common case: a task with no deadline (wait.c). */
-bool gmp__waiter_park(gmp__waiter *w, void (*unlock)(void *), void *lock,
-		      uint32_t reason);
-
 static inline bool gmp__waiter_sleep(gmp__waiter *w, void (*unlock)(void *),
 				     void *lock, uint32_t reason,
 				     int64_t deadline)
