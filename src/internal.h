@@ -245,7 +245,8 @@ struct gmp_p {
 	 * nspawned and nexited also give the live task count (see
 	 * gmp__tasks_live): per P, so that spawning and ending a task
 	 * never touch a cache line another core writes. nexited is
-	 * stored with release. */
+	 * stored with release, read with acquire by gmp__tasks_live, so a
+	 * counted exit brings its spawn's count with it. */
 	volatile uint64_t nspawned, nexited, nsteals;
 
 	/* The local run queue. runqhead is advanced by the owner and by
@@ -376,9 +377,12 @@ typedef struct gmp__sched {
 
 	/* Shutdown: the runtime stops once every task has ended. */
 	volatile uint32_t stopping;      /* atomic: Ms must exit, not park */
-	volatile uint32_t drain_seq;     /* futex word bumped when a P goes
-					 idle while someone drains */
-	volatile uint32_t drain_waiters; /* atomic: someone waits on it */
+	/* gmp_shutdown's drain (runtime.c) sets drain_waiters with a full
+	 * RMW and then sums the task counts; gmp__pidleput makes a full RMW
+	 * and then loads drain_waiters (Dekker): either the drain sees the
+	 * last exit or that P bumps drain_seq (full) and FUTEX_WAKEs it. */
+	volatile uint32_t drain_seq;     /* futex word: bumped on a poke */
+	volatile uint32_t drain_waiters; /* atomic: a drain is waiting */
 } gmp__sched_t;
 
 extern gmp__sched_t gmp__sched;
