@@ -376,7 +376,7 @@ typedef struct gmp__sched {
 	gmp__note sysmonnote;
 
 	/* Shutdown: the runtime stops once every task has ended. */
-	volatile uint32_t stopping;      /* atomic: Ms must exit, not park */
+	volatile uint32_t stopping; /* atomic: Ms must exit, not park */
 	/* gmp_shutdown's drain (runtime.c) sets drain_waiters with a full
 	 * RMW and then sums the task counts; gmp__pidleput makes a full RMW
 	 * and then loads drain_waiters (Dekker): either the drain sees the
