@@ -283,11 +283,11 @@ static void goexit0(gmp_g *g)
 	g->param = NULL;
 	g->waitreason = GMP__WAIT_NONE;
 	dropg(m);
-	gmp__gfput(m->p, g);
+	gmp_p *p = m->p;
+	gmp__gfput(p, g);
 	/* release: a reader of the count that sees this exit also sees the
 	 * spawn of g (gmp__tasks_live). A draining gmp_shutdown learns of
 	 * the last exit when this P goes idle (gmp__pidleput). */
-	gmp_p *p = m->p;
 	gmp__store64_rel(&p->nexited, p->nexited + 1);
 	if (locked)
 		gmp__goexit_locked(m); /* the thread goes with it */
