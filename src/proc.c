@@ -1,7 +1,6 @@
 /* The task API (SPEC §2, §3): spawning, yielding, parking, readying and
  * ending tasks. Each switch point runs a function on the M's g0 stack
  * through gmp__mcall; those functions end in schedule(). */
-#include <limits.h>
 
 #include "fiber.h"
 #include "internal.h"
