@@ -46,6 +46,14 @@ static bool tasks_waiting_at_least(void *arg)
 	return st.tasks_waiting >= (uint64_t)(uintptr_t)arg;
 }
 
+static bool no_spinning_threads(void *arg)
+{
+	(void)arg;
+	gmp_stats st;
+	gmp_stats_read(&st);
+	return st.threads_spinning == 0;
+}
+
 static bool flag_set(void *arg)
 {
 	return atomic_load((atomic_int *)arg) != 0;
@@ -1207,6 +1215,15 @@ static void test_io_fork_child_starts_clean(void **s)
 	nb_socketpair(fork_sv);
 	assert_true(gmp_go(fork_parent_reader, NULL) > 0);
 	assert_true(wait_for(tasks_waiting_at_least, (void *)1));
+	/* Let the runtime's threads finish starting before the fork. An M
+	 * woken to spin is still inside the sanitizer's thread start (and
+	 * its allocator) for a moment; gcc 12's ASan takes no allocator lock
+	 * around fork, so a child forked in that moment inherits the lock
+	 * held and hangs at its first malloc. Spinning Ms are counted from
+	 * before their thread exists, so none spinning means none starting;
+	 * the pause covers sysmon's own start. */
+	assert_true(wait_for(no_spinning_threads, NULL));
+	usleep(20 * 1000);
 	char err[4096];
 	int status = tu_run_child(fork_child, NULL, err, sizeof err);
 	if (strstr(err, "qemu_plugin") || strstr(err, "cpu_exec")) {
