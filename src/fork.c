@@ -49,6 +49,7 @@ static void child(void)
 	memset(&gmp__sched, 0, sizeof gmp__sched);
 	gmp__allg_lock = (gmp__mutex)GMP__MUTEX_INIT;
 	gmp__allg = NULL;
+	gmp__allg_n = 0;
 	gmp__thread_forked();
 	gmp__sema_forked();
 	gmp__netpoll_forked();

@@ -7,6 +7,7 @@
 
 gmp__mutex gmp__allg_lock = GMP__MUTEX_INIT;
 gmp_g *gmp__allg; /* every G ever allocated; under allg_lock */
+int64_t gmp__allg_n;
 
 static const char *const gstatus_names[GMP__G_NSTATES] = {
 	[GMP__G_IDLE] = "idle",       [GMP__G_RUNNABLE] = "runnable",
@@ -79,6 +80,16 @@ void gmp__casgstatus_cas(gmp_g *g, uint32_t from, uint32_t to)
  * shutdown. */
 gmp_g *gmp__malg(void)
 {
+	/* Room in the global run queue for one more G, first: queueing a G
+	 * must never fail. A G whose stack then fails leaves its room
+	 * reserved, which is harmless. */
+	gmp__lock(&gmp__allg_lock);
+	int err = gmp__globrunq_reserve(gmp__allg_n + 1);
+	if (!err)
+		gmp__allg_n++;
+	gmp__unlock(&gmp__allg_lock);
+	if (err)
+		return NULL;
 	gmp__stack st;
 	void *mem;
 	if (gmp__stack_alloc(&st, &mem) != 0)
@@ -210,6 +221,7 @@ void gmp__gfree_all(void)
 		g = next;
 	}
 	gmp__allg = NULL;
+	gmp__allg_n = 0;
 	gmp__sched.gfree.list = NULL;
 	gmp__sched.gfree.n = 0;
 }

@@ -306,6 +306,29 @@ static inline void gmp__gq_append(gmp__gqueue *a, gmp__gqueue *b)
 }
 
 /* ------------------------------------------------------------------------
+ * The global run queue: a FIFO of chunks, each an array of G pointers.
+ * Moving a batch in or out copies pointers and never touches the Gs
+ * themselves (a linked list through schedlink costs a cache miss per G:
+ * the batch a full local ring spills is its oldest, coldest Gs). Only the
+ * head chunk is partly consumed and only the tail chunk partly filled, so
+ * chunks for every G that exists, plus two, always suffice: malg reserves
+ * them (gmp__globrunq_reserve) before a G is made, and queueing never
+ * allocates or fails. Spare chunks wait on `spare`. sched.lock. */
+#define GMP__GRQ_CHUNK 128
+
+typedef struct gmp__grq_chunk {
+	struct gmp__grq_chunk *next;
+	uint32_t head, tail; /* g[head..tail) are queued */
+	gmp_g *g[GMP__GRQ_CHUNK];
+} gmp__grq_chunk;
+
+typedef struct gmp__grq {
+	gmp__grq_chunk *head, *tail, *spare;
+	int64_t n;       /* Gs queued */
+	int64_t nchunks; /* chunks owned, in use or spare */
+} gmp__grq;
+
+/* ------------------------------------------------------------------------
  * sched: the global scheduler state (Go's schedt). What lives where:
  *
  *   per-P run queue            p->runq, runnext     lock-free (runq.h)
@@ -340,7 +363,7 @@ typedef struct gmp__sched {
 	volatile uint32_t nmspinning;   /* atomic (see sched.c's protocol) */
 	volatile uint32_t needspinning; /* atomic: a P must not go idle */
 
-	gmp__gqueue runq;           /* global run queue; sched.lock */
+	gmp__grq runq;              /* global run queue; sched.lock */
 	volatile uint64_t runqsize; /* atomic mirror of runq.n for lock-free
 				       emptiness checks; written under lock */
 
@@ -418,6 +441,7 @@ void gmp__preempt_slow(void);
 /* g.c: task structures, status, free lists, keys */
 extern gmp__mutex gmp__allg_lock;
 extern gmp_g *gmp__allg;
+extern int64_t gmp__allg_n; /* Gs made or being made; allg_lock */
 gmp_g *gmp__gfget(gmp_p *p);
 void gmp__gfput(gmp_p *p, gmp_g *g);
 void gmp__gfpurge(gmp_p *p);
@@ -503,6 +527,10 @@ void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason);
 _Noreturn void gmp__goexit_locked(gmp_m *m);
 void gmp__globrunq_put(gmp_g *g);
 void gmp__globrunq_putbatch(gmp__gqueue *q);
+void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n);
+gmp_g *gmp__globrunq_pop(void);
+int gmp__globrunq_reserve(int64_t ngs);
+void gmp__globrunq_free_all(void);
 void gmp__injectglist(gmp__gqueue *q);
 void gmp__wake_netpoller(int64_t when);
 int64_t gmp__timers_earliest(void);

@@ -38,11 +38,8 @@ bool gmp__runq_putslow(gmp_p *p, gmp_g *g, uint32_t h, uint32_t t)
 			batch[j] = tmp;
 		}
 	}
-	gmp__gqueue q = { 0 };
-	for (uint32_t i = 0; i <= n; i++)
-		gmp__gq_push(&q, batch[i]);
 	gmp__lock(&gmp__sched.lock);
-	gmp__globrunq_putbatch(&q);
+	gmp__globrunq_putarray(batch, n + 1);
 	gmp__unlock(&gmp__sched.lock);
 	/* The running task makes work faster than this P runs it (a spawn
 	 * storm): ask it to yield at its next switch point, so that what it

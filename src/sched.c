@@ -94,24 +94,139 @@ static bool has_global_work(void)
 	return gmp__load64_acq(&gmp__sched.runqsize) != 0;
 }
 
+/* A chunk to append (the tail is full or there is none): a spare one. */
+static gmp__grq_chunk *grq_newtail(gmp__grq *q)
+{
+	gmp__grq_chunk *c = q->spare;
+	if (GMP__UNLIKELY(!c))
+		gmp__throw("global run queue: no spare chunk (%lld queued, "
+			   "%lld chunks)",
+			   (long long)q->n, (long long)q->nchunks);
+	q->spare = c->next;
+	c->next = NULL;
+	c->head = c->tail = 0;
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	return c;
+}
+
+/* The head chunk is used up: recycle it, unless it is also the tail
+ * (then it just starts over). */
+static void grq_drophead(gmp__grq *q)
+{
+	gmp__grq_chunk *c = q->head;
+	if (c == q->tail) {
+		c->head = c->tail = 0;
+		return;
+	}
+	q->head = c->next;
+	c->next = q->spare;
+	q->spare = c;
+}
+
+void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	while (n) {
+		gmp__grq_chunk *c = q->tail;
+		if (!c || c->tail == GMP__GRQ_CHUNK)
+			c = grq_newtail(q);
+		uint32_t k = GMP__GRQ_CHUNK - c->tail;
+		if (k > n)
+			k = n;
+		memcpy(&c->g[c->tail], gs, k * sizeof *gs);
+		c->tail += k;
+		q->n += k;
+		gs += k;
+		n -= k;
+	}
+	runqsize_publish();
+}
+
 void gmp__globrunq_put(gmp_g *g)
 {
-	gmp__gq_push(&gmp__sched.runq, g);
-	runqsize_publish();
+	gmp__globrunq_putarray(&g, 1);
 }
 
 void gmp__globrunq_putbatch(gmp__gqueue *q)
 {
-	gmp__gq_append(&gmp__sched.runq, q);
+	gmp_g *batch[64];
+	uint32_t n = 0;
+	gmp_g *g;
+	while ((g = gmp__gq_pop(q)) != NULL) {
+		batch[n++] = g;
+		if (n == 64) {
+			gmp__globrunq_putarray(batch, n);
+			n = 0;
+		}
+	}
+	if (n)
+		gmp__globrunq_putarray(batch, n);
+}
+
+/* The G at the head of the global queue, or NULL. */
+gmp_g *gmp__globrunq_pop(void)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	if (q->n == 0)
+		return NULL;
+	gmp__grq_chunk *c = q->head;
+	gmp_g *g = c->g[c->head++];
+	if (c->head == c->tail)
+		grq_drophead(q);
+	q->n--;
 	runqsize_publish();
+	return g;
+}
+
+/* Makes sure the queue can hold ngs Gs (see gmp__grq). Callers are
+ * serialised by allg_lock; chunks are only freed at shutdown. Returns 0
+ * or -ENOMEM. */
+int gmp__globrunq_reserve(int64_t ngs)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	int64_t need = (ngs + GMP__GRQ_CHUNK - 1) / GMP__GRQ_CHUNK + 2;
+	while (q->nchunks < need) {
+		gmp__grq_chunk *c = gmp__malloc(sizeof *c);
+		if (!c)
+			return -ENOMEM;
+		gmp__lock(&gmp__sched.lock);
+		c->next = q->spare;
+		q->spare = c;
+		q->nchunks++;
+		gmp__unlock(&gmp__sched.lock);
+	}
+	return 0;
+}
+
+/* Shutdown (the queue is empty) and failed starts. */
+void gmp__globrunq_free_all(void)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	if (q->n)
+		gmp__throw("global run queue: %lld tasks left at shutdown",
+			   (long long)q->n);
+	for (int i = 0; i < 2; i++) {
+		gmp__grq_chunk *c = i ? q->spare : q->head;
+		while (c) {
+			gmp__grq_chunk *next = c->next;
+			gmp__free(c);
+			c = next;
+		}
+	}
+	memset(q, 0, sizeof *q);
 }
 
 /* Takes one G to run from the global queue, and up to max-1 more onto p's
  * ring (which must have room: the callers' rings are empty). Takes a fair
- * share: no more than runqsize/gomaxprocs + 1. */
+ * share: no more than runqsize/gomaxprocs + 1. Copies pointers only. */
 static gmp_g *globrunq_get(gmp_p *p, int64_t max)
 {
-	int64_t n = gmp__sched.runq.n;
+	gmp__grq *q = &gmp__sched.runq;
+	int64_t n = q->n;
 	if (n == 0)
 		return NULL;
 	int64_t share =
@@ -120,19 +235,30 @@ static gmp_g *globrunq_get(gmp_p *p, int64_t max)
 		n = share;
 	if (n > max)
 		n = max;
-	gmp_g *g = gmp__gq_pop(&gmp__sched.runq);
+	gmp__grq_chunk *c = q->head;
+	gmp_g *g = c->g[c->head++];
+	if (c->head == c->tail)
+		grq_drophead(q);
+	q->n -= n;
 	if (n > 1) {
-		gmp__gqueue batch = { 0 };
-		for (int64_t i = 1; i < n; i++)
-			gmp__gq_push(&batch, gmp__gq_pop(&gmp__sched.runq));
 		uint32_t h = gmp__load32_acq(&p->runqhead);
-		if (p->runqtail - h + (uint32_t)batch.n > GMP__RUNQ_SIZE)
-			gmp__throw("globrunq_get: no room in the local queue");
 		uint32_t t = p->runqtail;
-		while (batch.head) {
-			gmp__storep_rlx(&p->runq[t % GMP__RUNQ_SIZE],
-					gmp__gq_pop(&batch));
-			t++;
+		if (t - h + (uint32_t)(n - 1) > GMP__RUNQ_SIZE)
+			gmp__throw("globrunq_get: no room in the local queue");
+		for (int64_t left = n - 1; left > 0;) {
+			c = q->head;
+			uint32_t k = c->tail - c->head;
+			if (k > left)
+				k = (uint32_t)left;
+			for (uint32_t i = 0; i < k; i++)
+				gmp__storep_rlx(
+					&p->runq[(t + i) % GMP__RUNQ_SIZE],
+					c->g[c->head + i]);
+			c->head += k;
+			t += k;
+			left -= k;
+			if (c->head == c->tail)
+				grq_drophead(q);
 		}
 		gmp__store32_rel(&p->runqtail, t); /* publishes the slots */
 	}
@@ -1301,5 +1427,6 @@ void gmp__sched_stop(void)
 			gmp__timers_destroy(&p->timers);
 		gmp__free(p);
 	}
+	gmp__globrunq_free_all();
 	memset(&gmp__sched, 0, sizeof gmp__sched);
 }

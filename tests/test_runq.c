@@ -19,6 +19,11 @@ static gmp_g *mkgs(int n)
 	assert_non_null(gs);
 	for (int i = 0; i < n; i++)
 		gs[i].id = i;
+	/* As malg does: room in the global queue for every G there is. */
+	gmp__lock(&gmp__allg_lock);
+	gmp__allg_n += n;
+	assert_int_equal(gmp__globrunq_reserve(gmp__allg_n), 0);
+	gmp__unlock(&gmp__allg_lock);
 	return gs;
 }
 
@@ -37,12 +42,11 @@ static int64_t global_drain(int64_t *ids, int64_t max)
 	int64_t n = 0;
 	gmp__lock(&gmp__sched.lock);
 	gmp_g *g;
-	while ((g = gmp__gq_pop(&gmp__sched.runq)) != NULL) {
+	while ((g = gmp__globrunq_pop()) != NULL) {
 		if (n < max)
 			ids[n] = g->id;
 		n++;
 	}
-	gmp__store64_rel(&gmp__sched.runqsize, 0);
 	gmp__unlock(&gmp__sched.lock);
 	return n;
 }
