@@ -123,6 +123,84 @@ static void test_runq_overflow_moves_half_plus_one(void **state)
 	free(p);
 }
 
+/* The global queue's chunks: puts of every size (one G, an array, a
+ * linked list) and pops interleaved at random across chunk boundaries come
+ * out in FIFO order, and it never needs more chunks than malg reserved. */
+static void test_runq_global_queue_fifo_across_chunks(void **state)
+{
+	(void)state;
+	enum { N = 1000 };
+	gmp_g *gs = mkgs(N);
+	gmp_g *batch[300];
+	int64_t in = 0, out = 0; /* gs[out..in) are queued */
+	uint32_t r = 12345;
+	gmp__lock(&gmp__sched.lock);
+	for (int round = 0; round < 4000; round++) {
+		r = r * 1103515245u + 12345u;
+		uint32_t k = (r >> 8) % 300 + 1, op = (r >> 20) % 4;
+		if (op == 0 && in < N) { /* one G */
+			gmp__globrunq_put(&gs[in % N]);
+			in++;
+		} else if (op == 1) { /* an array */
+			uint32_t i = 0;
+			while (i < k && in - out < N)
+				batch[i++] = &gs[in++ % N];
+			gmp__globrunq_putarray(batch, i);
+		} else if (op == 2) { /* a list */
+			gmp__gqueue q = { 0 };
+			while (q.n < k && in - out < N)
+				gmp__gq_push(&q, &gs[in++ % N]);
+			gmp__globrunq_putbatch(&q);
+			assert_null(q.head);
+		} else { /* pops */
+			for (uint32_t i = 0; i < k; i++) {
+				gmp_g *g = gmp__globrunq_pop();
+				if (out == in) {
+					assert_null(g);
+					break;
+				}
+				assert_ptr_equal(g, &gs[out++ % N]);
+			}
+		}
+		assert_int_equal(gmp__sched.runq.n, in - out);
+		assert_int_equal(gmp__load64_acq(&gmp__sched.runqsize),
+				 in - out);
+		if (in - out == N) /* full: let it drain a little */
+			for (int i = 0; i < 200; i++)
+				assert_ptr_equal(gmp__globrunq_pop(),
+						 &gs[out++ % N]);
+	}
+	gmp__unlock(&gmp__sched.lock);
+	assert_true(in > 10 * N); /* the chunks went round many times */
+	assert_int_equal(global_drain(NULL, 0), in - out);
+	gmp__lock(&gmp__allg_lock);
+	assert_int_equal(gmp__sched.runq.nchunks,
+			 (gmp__allg_n + GMP__GRQ_CHUNK - 1) / GMP__GRQ_CHUNK +
+				 2);
+	gmp__unlock(&gmp__allg_lock);
+	free(gs);
+}
+
+/* Queueing more Gs than were reserved is a broken invariant (a G that
+ * did not come from malg), not a silent allocation. */
+static void put_unreserved(void *arg)
+{
+	(void)arg;
+	int64_t room = gmp__sched.runq.nchunks * GMP__GRQ_CHUNK;
+	gmp_g *gs = calloc((size_t)room + 1, sizeof *gs);
+	gmp__lock(&gmp__sched.lock);
+	for (int64_t i = 0; i <= room; i++)
+		gmp__globrunq_put(&gs[i]);
+	gmp__unlock(&gmp__sched.lock);
+}
+
+static void test_runq_global_queue_unreserved_aborts(void **state)
+{
+	(void)state;
+	free(mkgs(1));
+	tu_expect_abort(put_unreserved, NULL, "no spare chunk");
+}
+
 static void test_runq_steal_half_at_every_fill_level(void **state)
 {
 	(void)state;
@@ -289,6 +367,8 @@ static void test_runq_concurrent_owner_and_two_thieves(void **state)
 GMP_TEST_MAIN(cmocka_unit_test(test_runq_fifo_every_fill_level),
 	      cmocka_unit_test(test_runq_runnext_override_and_kickout),
 	      cmocka_unit_test(test_runq_overflow_moves_half_plus_one),
+	      cmocka_unit_test(test_runq_global_queue_fifo_across_chunks),
+	      cmocka_unit_test(test_runq_global_queue_unreserved_aborts),
 	      cmocka_unit_test(test_runq_steal_half_at_every_fill_level),
 	      cmocka_unit_test(test_runq_runnext_stolen_only_when_allowed),
 	      cmocka_unit_test(test_runq_concurrent_owner_and_two_thieves))
