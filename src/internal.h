@@ -290,21 +290,6 @@ static inline gmp_g *gmp__gq_pop(gmp__gqueue *q)
 	return g;
 }
 
-/* Appends all of b to a and empties b. */
-static inline void gmp__gq_append(gmp__gqueue *a, gmp__gqueue *b)
-{
-	if (!b->head)
-		return;
-	if (a->tail)
-		a->tail->schedlink = b->head;
-	else
-		a->head = b->head;
-	a->tail = b->tail;
-	a->n += b->n;
-	b->head = b->tail = NULL;
-	b->n = 0;
-}
-
 /* ------------------------------------------------------------------------
  * The global run queue: a FIFO of chunks, each an array of G pointers.
  * Moving a batch in or out copies pointers and never touches the Gs

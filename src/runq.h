@@ -71,8 +71,6 @@ static inline void gmp__runq_put(gmp_p *p, gmp_g *g, bool next)
 	}
 }
 
-/* Takes the next G from p's queue; owner only. *inherit is set when the G
- * came from runnext and so continues the current time slice. */
 /* Warms the caches for the Gs queued next, [h, t) of p's ring (owner
  * only), as a two-step pipeline: the struct of the second G now, and the
  * top of the first one's stack, through the saved sp that the previous
@@ -104,6 +102,8 @@ static inline void gmp__runq_prefetch(gmp_p *p, uint32_t h, uint32_t t)
 #endif
 }
 
+/* Takes the next G from p's queue; owner only. *inherit is set when the G
+ * came from runnext and so continues the current time slice. */
 static inline gmp_g *gmp__runq_get(gmp_p *p, bool *inherit)
 {
 	gmp_g *next = gmp__loadp_rlx(&p->runnext);
