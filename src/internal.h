@@ -310,7 +310,10 @@ typedef struct gmp__grq_chunk {
 typedef struct gmp__grq {
 	gmp__grq_chunk *head, *tail, *spare;
 	int64_t n;       /* Gs queued */
-	int64_t nchunks; /* chunks owned, in use or spare */
+	int64_t nchunks; /* chunks owned, in use or spare; changed under
+			    sched.lock by gmp__globrunq_reserve only, whose
+			    callers allg_lock serialises: they read it
+			    without sched.lock */
 } gmp__grq;
 
 /* ------------------------------------------------------------------------

@@ -167,16 +167,23 @@ void gmp__globrunq_putbatch(gmp__gqueue *q)
 		gmp__globrunq_putarray(batch, n);
 }
 
+/* Takes the G at the head of a non-empty queue; the caller counts it. */
+static gmp_g *grq_take(gmp__grq *q)
+{
+	gmp__grq_chunk *c = q->head;
+	gmp_g *g = c->g[c->head++];
+	if (c->head == c->tail)
+		grq_drophead(q);
+	return g;
+}
+
 /* The G at the head of the global queue, or NULL. */
 gmp_g *gmp__globrunq_pop(void)
 {
 	gmp__grq *q = &gmp__sched.runq;
 	if (q->n == 0)
 		return NULL;
-	gmp__grq_chunk *c = q->head;
-	gmp_g *g = c->g[c->head++];
-	if (c->head == c->tail)
-		grq_drophead(q);
+	gmp_g *g = grq_take(q);
 	q->n--;
 	runqsize_publish();
 	return g;
@@ -235,31 +242,16 @@ static gmp_g *globrunq_get(gmp_p *p, int64_t max)
 		n = share;
 	if (n > max)
 		n = max;
-	gmp__grq_chunk *c = q->head;
-	gmp_g *g = c->g[c->head++];
-	if (c->head == c->tail)
-		grq_drophead(q);
 	q->n -= n;
+	gmp_g *g = grq_take(q);
 	if (n > 1) {
 		uint32_t h = gmp__load32_acq(&p->runqhead);
 		uint32_t t = p->runqtail;
 		if (t - h + (uint32_t)(n - 1) > GMP__RUNQ_SIZE)
 			gmp__throw("globrunq_get: no room in the local queue");
-		for (int64_t left = n - 1; left > 0;) {
-			c = q->head;
-			uint32_t k = c->tail - c->head;
-			if (k > left)
-				k = (uint32_t)left;
-			for (uint32_t i = 0; i < k; i++)
-				gmp__storep_rlx(
-					&p->runq[(t + i) % GMP__RUNQ_SIZE],
-					c->g[c->head + i]);
-			c->head += k;
-			t += k;
-			left -= k;
-			if (c->head == c->tail)
-				grq_drophead(q);
-		}
+		for (int64_t i = 1; i < n; i++, t++)
+			gmp__storep_rlx(&p->runq[t % GMP__RUNQ_SIZE],
+					grq_take(q));
 		gmp__store32_rel(&p->runqtail, t); /* publishes the slots */
 	}
 	runqsize_publish();
