@@ -1,7 +1,6 @@
 /* gmp__mutex and gmp__note on futexes (see lock.h for the word states). */
 #include "internal.h"
 
-enum { UNLOCKED = 0, LOCKED = 1, SLEEPING = 2 };
 enum { ACTIVE_SPIN = 4, ACTIVE_SPIN_CNT = 30, PASSIVE_SPIN = 1 };
 
 static int spin_rounds(void)
@@ -20,8 +19,8 @@ static int spin_rounds(void)
  * still sleep, so the next unlock must wake one). */
 static bool try_take(gmp__mutex *l, uint32_t wait)
 {
-	while (gmp__load32_rlx(&l->key) == UNLOCKED)
-		if (gmp__cas32_acq(&l->key, UNLOCKED, wait))
+	while (gmp__load32_rlx(&l->key) == GMP__UNLOCKED)
+		if (gmp__cas32_acq(&l->key, GMP__UNLOCKED, wait))
 			return true;
 	return false;
 }
@@ -29,7 +28,7 @@ static bool try_take(gmp__mutex *l, uint32_t wait)
 /* The fast path (gmp__lock in lock.h) found the lock taken. */
 void gmp__lock_slow(gmp__mutex *l)
 {
-	uint32_t wait = LOCKED;
+	uint32_t wait = GMP__LOCKED;
 	int spin = spin_rounds();
 	for (;;) {
 		/* Spin a little while the holder (on another CPU) finishes. */
@@ -46,10 +45,10 @@ void gmp__lock_slow(gmp__mutex *l)
 		}
 		/* Announce a sleeper; if the lock was free meanwhile, we own
 		 * it (in SLEEPING state, which costs one spurious wake). */
-		if (gmp__xchg32_full(&l->key, SLEEPING) == UNLOCKED)
+		if (gmp__xchg32_full(&l->key, GMP__SLEEPING) == GMP__UNLOCKED)
 			return;
-		wait = SLEEPING;
-		gmp__futex_wait(&l->key, SLEEPING, -1);
+		wait = GMP__SLEEPING;
+		gmp__futex_wait(&l->key, GMP__SLEEPING, -1);
 	}
 }
 
@@ -58,10 +57,10 @@ void gmp__lock_slow(gmp__mutex *l)
  * to SLEEPING. So the word is SLEEPING (or the lock was not held). */
 void gmp__unlock_slow(gmp__mutex *l)
 {
-	uint32_t v = gmp__xchg32_full(&l->key, UNLOCKED);
-	if (v == UNLOCKED)
+	uint32_t v = gmp__xchg32_full(&l->key, GMP__UNLOCKED);
+	if (v == GMP__UNLOCKED)
 		gmp__throw("unlock of unlocked runtime lock %p", (void *)l);
-	if (v == SLEEPING)
+	if (v == GMP__SLEEPING)
 		gmp__futex_wake(&l->key, 1);
 }
 

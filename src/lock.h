@@ -28,10 +28,13 @@ typedef struct gmp__mutex {
 	volatile uint32_t key;
 } gmp__mutex;
 
-#define GMP__MUTEX_INIT                                                        \
-	{                                                                      \
-		0                                                              \
-	}
+/* The word: UNLOCKED, LOCKED, or SLEEPING (locked, with a waiter that
+ * may sleep on the futex). */
+enum { GMP__UNLOCKED = 0, GMP__LOCKED = 1, GMP__SLEEPING = 2 };
+
+/* clang-format off */
+#define GMP__MUTEX_INIT { GMP__UNLOCKED }
+/* clang-format on */
 
 void gmp__lock_slow(gmp__mutex *l);
 void gmp__unlock_slow(gmp__mutex *l);
@@ -41,14 +44,16 @@ void gmp__unlock_slow(gmp__mutex *l);
  * paths are in lock.c. */
 static inline void gmp__lock(gmp__mutex *l)
 {
-	if (__builtin_expect(gmp__cas32_acq(&l->key, 0, 1), 1))
+	if (__builtin_expect(
+		    gmp__cas32_acq(&l->key, GMP__UNLOCKED, GMP__LOCKED), 1))
 		return;
 	gmp__lock_slow(l);
 }
 
 static inline void gmp__unlock(gmp__mutex *l)
 {
-	if (__builtin_expect(gmp__cas32_rel(&l->key, 1, 0), 1))
+	if (__builtin_expect(
+		    gmp__cas32_rel(&l->key, GMP__LOCKED, GMP__UNLOCKED), 1))
 		return;
 	gmp__unlock_slow(l);
 }
