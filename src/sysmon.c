@@ -179,9 +179,9 @@ static void *sysmon_main(void *arg)
 			break;
 		int64_t now = gmp__nanotime();
 		if (delay <= 160) {
-			/* Clamped to half the period: a stall (sysmon
-			 * descheduled) must not make every later sleep
-			 * short. */
+			/* Clamped to 10 µs, half the shortest period: a
+			 * stall (sysmon descheduled) must not make every
+			 * later sleep short. */
 			int64_t over = now - before - ask;
 			if (over < 0)
 				over = 0;

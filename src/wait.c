@@ -103,8 +103,6 @@ bool gmp__waiter_park(gmp__waiter *w, void (*unlock)(void *), void *lock,
 bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
 			   uint32_t reason, int64_t deadline)
 {
-	if (w->g && deadline < 0)
-		return gmp__waiter_park(w, unlock, lock, reason);
 	if (deadline >= 0 && deadline <= gmp__nanotime() &&
 	    gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT)) {
 		unlock(lock);

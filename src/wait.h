@@ -80,7 +80,7 @@ static inline void gmp__waiter_init(gmp__waiter *w)
 }
 
 /* The two halves of gmp__waiter_sleep (wait.c): a task with no deadline,
- * the common case, and everything else (sleep_any takes that case too). */
+ * the common case, and everything else (a thread, or a deadline). */
 bool gmp__waiter_park(gmp__waiter *w, void (*unlock)(void *), void *lock,
 		      uint32_t reason);
 bool gmp__waiter_sleep_any(gmp__waiter *w, void (*unlock)(void *), void *lock,
