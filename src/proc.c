@@ -220,9 +220,18 @@ static inline void ready_queue(gmp_g *g, bool next)
 		if (!next)
 			gmp__add32_full(&gmp__sched.nmspinning, 0);
 	} else {
+		/* A foreign thread (or a task in a syscall window): once g
+		 * is queued it may run and end, and a draining gmp_shutdown
+		 * then tear sched down under our wakep; nreadying holds it
+		 * off. No readier can begin after the drain ended: g was
+		 * live until queued. */
+		gmp__add32_full(&gmp__sched.nreadying, 1);
 		gmp__lock(&gmp__sched.lock);
 		gmp__globrunq_put(g);
 		gmp__unlock(&gmp__sched.lock);
+		gmp__wakep();
+		gmp__add32_full(&gmp__sched.nreadying, -1);
+		return;
 	}
 	gmp__wakep();
 }

@@ -257,6 +257,36 @@ static void test_sched_ready_from_foreign_thread(void **s)
 		assert_int_equal(atomic_load(&h[i].woken), 1);
 }
 
+/* gmp_shutdown while the threads that readied the last tasks are still on
+ * their way out of gmp_ready: each task ends at once, so the drain can
+ * finish while a readier is still in the wakep after its queueing. The
+ * teardown must wait for it (under TSan a missing wait is a race report on
+ * the scheduler's state; natively a read of freed Ps). */
+static void test_sched_shutdown_races_readiers(void **s)
+{
+	(void)s;
+	enum { ROUNDS = 150, N = 8 };
+	for (int r = 0; r < ROUNDS; r++) {
+		tu_init(2);
+		struct handoff h[N];
+		pthread_t t[N];
+		for (int i = 0; i < N; i++) {
+			atomic_store(&h[i].g, NULL);
+			atomic_store(&h[i].woken, 0);
+			assert_true(gmp_go(park_until_readied, &h[i]) > 0);
+			assert_int_equal(pthread_create(&t[i], NULL,
+							foreign_readier, &h[i]),
+					 0);
+		}
+		/* No join first: shutdown races the readiers' returns. */
+		assert_int_equal(gmp_shutdown(), 0);
+		for (int i = 0; i < N; i++) {
+			pthread_join(t[i], NULL);
+			assert_int_equal(atomic_load(&h[i].woken), 1);
+		}
+	}
+}
+
 static void ready_from_task(void *arg)
 {
 	struct handoff *h = arg;
@@ -618,6 +648,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_sched_million_tasks_maxprocs_1),
 	      cmocka_unit_test(test_sched_readied_task_runs_next),
 	      cmocka_unit_test(test_sched_park_unlockf_false_resumes),
 	      cmocka_unit_test(test_sched_ready_from_foreign_thread),
+	      cmocka_unit_test(test_sched_shutdown_races_readiers),
 	      cmocka_unit_test(test_sched_ready_from_task),
 	      cmocka_unit_test(test_sched_go_from_foreign_threads),
 	      cmocka_unit_test(test_sched_work_spreads_over_two_ps),
