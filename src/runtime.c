@@ -250,7 +250,8 @@ static void drain(void)
 		gmp__futex_wait(&gmp__sched.drain_seq, seq, -1);
 	}
 	/* The last task is gone, but a thread that readied it may still
-	 * be in the wakep after (proc.c ready_queue): a few instructions. */
+	 * be in the wakep after (proc.c ready_queue): short, though it may
+	 * start an M. */
 	while (gmp__load32_acq(&gmp__sched.nreadying) != 0)
 		gmp__osyield();
 }
