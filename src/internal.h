@@ -394,14 +394,6 @@ typedef struct gmp__sched {
 	 * last exit or that P bumps drain_seq (full) and FUTEX_WAKEs it. */
 	volatile uint32_t drain_seq;     /* futex word: bumped on a poke */
 	volatile uint32_t drain_waiters; /* atomic: a drain is waiting */
-	/* Threads without a P between queueing a G they readied and the
-	 * end of the wakep after it (proc.c ready_queue). The G may run and
-	 * end meanwhile, so a drain can find no task live while such a
-	 * thread still reads sched: gmp_shutdown waits for zero before it
-	 * tears down. Incremented (full) before the put, so any readier
-	 * whose G was counted out is counted in here; decremented (full,
-	 * so a release), read with acquire. */
-	volatile uint32_t nreadying;
 } gmp__sched_t;
 
 extern gmp__sched_t gmp__sched;

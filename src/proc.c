@@ -207,32 +207,39 @@ GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 	gmp__park(unlockf, lock, GMP__WAIT_PARK);
 }
 
+/* ready_queue from a thread without a P. Once g is queued it may run and
+ * end, and a draining gmp_shutdown must not tear sched down under the
+ * wakep after: so, as every thread without a P that uses the scheduler,
+ * this one holds the runtime (runtime.c's rt_lock, which the teardown
+ * waits for). No readier can arrive after the drain ended: g was live
+ * until queued. */
+static int64_t ready_global(void *g)
+{
+	gmp__lock(&gmp__sched.lock);
+	gmp__globrunq_put(g);
+	gmp__unlock(&gmp__sched.lock);
+	gmp__wakep();
+	return 0;
+}
+
 /* Queues a G that just became runnable: into the caller's P (runnext when
  * `next`), or the global queue from a thread without one; then wakes a P
  * if one idles. */
 static inline void ready_queue(gmp_g *g, bool next)
 {
 	gmp_m *m = task_m();
-	if (m) {
-		gmp__runq_put(m->p, g, next);
-		/* wakep needs a #StoreLoad after the put: the full CAS on
-		 * runnext is one; a put at the tail needs its own. */
-		if (!next)
-			gmp__add32_full(&gmp__sched.nmspinning, 0);
-	} else {
-		/* A foreign thread (or a task in a syscall window): once g
-		 * is queued it may run and end, and a draining gmp_shutdown
-		 * then tear sched down under our wakep; nreadying holds it
-		 * off. No readier can begin after the drain ended: g was
-		 * live until queued. */
-		gmp__add32_full(&gmp__sched.nreadying, 1);
-		gmp__lock(&gmp__sched.lock);
-		gmp__globrunq_put(g);
-		gmp__unlock(&gmp__sched.lock);
-		gmp__wakep();
-		gmp__add32_full(&gmp__sched.nreadying, -1);
+	if (!m) {
+		if (gmp__if_running(ready_global, g, -1) < 0)
+			gmp__throw("ready of task %p while the runtime is "
+				   "not running",
+				   (void *)g);
 		return;
 	}
+	gmp__runq_put(m->p, g, next);
+	/* wakep needs a #StoreLoad after the put: the full CAS on runnext
+	 * is one; a put at the tail needs its own. */
+	if (!next)
+		gmp__add32_full(&gmp__sched.nmspinning, 0);
 	gmp__wakep();
 }
 

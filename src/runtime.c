@@ -7,8 +7,11 @@
  * writer-preferring rwlock) guards the state word against calls from
  * threads that hold no P: they take it for reading around their use of
  * the scheduler, so gmp_shutdown, which takes it for writing to leave
- * RUNNING, knows none of them is half-way through a spawn. Tasks need no
- * lock: while one exists, the runtime cannot finish draining.
+ * RUNNING, knows none of them is half-way through a spawn, and its
+ * teardown, none is half-way through a ready (proc.c) or a stats read.
+ * Tasks need no lock: while one exists, the runtime cannot finish
+ * draining. Nothing holding it for reading may take it again (a writer
+ * waiting in between would deadlock them).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -249,11 +252,6 @@ static void drain(void)
 			break;
 		gmp__futex_wait(&gmp__sched.drain_seq, seq, -1);
 	}
-	/* The last task is gone, but a thread that readied it may still
-	 * be in the wakep after (proc.c ready_queue): short, though it may
-	 * start an M. */
-	while (gmp__load32_acq(&gmp__sched.nreadying) != 0)
-		gmp__osyield();
 }
 
 GMP_EXTERN int gmp_shutdown(void)
@@ -272,8 +270,9 @@ GMP_EXTERN int gmp_shutdown(void)
 	drain();
 	gmp__sigquit_restore();
 	gmp__signal_restore();
-	/* Readers of the runtime's structures from other threads (stats,
-	 * dumps) hold rt_lock for reading: the teardown waits for them. */
+	/* Users of the runtime's structures from other threads (stats,
+	 * dumps, readies) hold rt_lock for reading: the teardown waits for
+	 * them. */
 	pthread_rwlock_wrlock(&rt_lock);
 	gmp__sysmon_stop();
 	gmp__sched_stop();
