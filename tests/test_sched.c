@@ -237,6 +237,18 @@ static void *foreign_readier(void *arg)
 	return NULL;
 }
 
+/* n tasks that park, each with a thread of its own that readies it. */
+static void park_with_foreign_readiers(struct handoff *h, pthread_t *t, int n)
+{
+	for (int i = 0; i < n; i++) {
+		atomic_store(&h[i].g, NULL);
+		atomic_store(&h[i].woken, 0);
+		assert_true(gmp_go(park_until_readied, &h[i]) > 0);
+		assert_int_equal(
+			pthread_create(&t[i], NULL, foreign_readier, &h[i]), 0);
+	}
+}
+
 static void test_sched_ready_from_foreign_thread(void **s)
 {
 	(void)s;
@@ -244,12 +256,7 @@ static void test_sched_ready_from_foreign_thread(void **s)
 	enum { N = 64 };
 	struct handoff h[N];
 	pthread_t t[N];
-	for (int i = 0; i < N; i++) {
-		atomic_store(&h[i].g, NULL);
-		atomic_store(&h[i].woken, 0);
-		assert_true(gmp_go(park_until_readied, &h[i]) > 0);
-		pthread_create(&t[i], NULL, foreign_readier, &h[i]);
-	}
+	park_with_foreign_readiers(h, t, N);
 	for (int i = 0; i < N; i++)
 		pthread_join(t[i], NULL);
 	gmp_shutdown();
@@ -270,14 +277,7 @@ static void test_sched_shutdown_races_readiers(void **s)
 		tu_init(2);
 		struct handoff h[N];
 		pthread_t t[N];
-		for (int i = 0; i < N; i++) {
-			atomic_store(&h[i].g, NULL);
-			atomic_store(&h[i].woken, 0);
-			assert_true(gmp_go(park_until_readied, &h[i]) > 0);
-			assert_int_equal(pthread_create(&t[i], NULL,
-							foreign_readier, &h[i]),
-					 0);
-		}
+		park_with_foreign_readiers(h, t, N);
 		/* No join first: shutdown races the readiers' returns. */
 		assert_int_equal(gmp_shutdown(), 0);
 		for (int i = 0; i < N; i++) {
