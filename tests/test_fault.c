@@ -257,6 +257,10 @@ static void fault_driver(void *arg)
 	ft.key = gmp_setspecific(key, &key); /* allocates the key array */
 	ft.chan_new_null = gmp_chan_new(sizeof(int), 4) == NULL;
 	T_ASSERT(gmp_go(count_task, NULL) > 0); /* a dead G is reused */
+	/* Let it run before saying done: runtime_works, next on the main
+	 * thread, starts its count from zero. */
+	while (atomic_load(&ran) < 11)
+		gmp_yield();
 	atomic_store(&ft.done, 1);
 }
 
