@@ -169,7 +169,8 @@ RACY_READER static int64_t tasks(struct out *o)
 RACY_READER void gmp__sched_detail(FILE *f)
 {
 	struct out o = { .f = f };
-	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	/* retiring Ps too (see sched.nallp); dead ones say so */
+	uint32_t procs = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < procs; i++) {
 		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!p)

@@ -369,10 +369,15 @@ typedef struct gmp__sched {
 	volatile uint64_t nhandoffs;    /* atomic: Ps handed to another M */
 	volatile uint64_t nretakes; /* atomic: Ps sysmon took from syscalls */
 
-	/* Ps: allp[0..gomaxprocs) are live; entries beyond are DEAD or NULL.
-	 * allp grows only; entries are never freed while running. */
+	/* Ps: allp[0..gomaxprocs) are live; allp[gomaxprocs..nallp) are
+	 * DEAD, or retiring (still held by an M that has yet to notice the
+	 * smaller count: running a task, or in a syscall); entries beyond
+	 * nallp are NULL. allp grows only; entries are never freed while
+	 * running. Walkers that look for work or timers go up to nallp, so
+	 * that nothing on a retiring P waits for its holder. */
 	gmp_p *allp[GMP__MAXPROCS_LIMIT];
 	volatile uint32_t gomaxprocs; /* atomic; changed under sched.lock */
+	volatile uint32_t nallp;      /* atomic; grows under sched.lock */
 
 	/* The network poller (netpoll.c): lastpoll is when the last poll
 	 * ended, 0 while an M is blocked in one (at most one M blocks);

@@ -70,11 +70,13 @@ void gmp__maxprocs_update(int64_t now)
 	/* maxprocs_from_user is written under sched.lock once running
 	 * (set_maxprocs), so a user's choice is never overwritten. */
 	int old = (int)gmp__load32_rlx(&gmp__sched.gomaxprocs);
-	bool grow = false;
+	bool changed = false;
 	if (!gmp__cfg.maxprocs_from_user && n != old &&
 	    !gmp__load32_rlx(&gmp__sched.stopping) && gmp__procresize(n) == 0)
-		grow = n > old;
+		changed = true;
 	gmp__unlock(&gmp__sched.lock);
-	if (grow)
+	/* as gmp_set_maxprocs: new Ps get work, retiring Ps' queues get
+	 * stolen */
+	if (changed)
 		gmp__wakep();
 }

@@ -398,7 +398,9 @@ static int64_t set_maxprocs(void *p)
 	gmp__unlock(&gmp__sched.lock);
 	if (err)
 		return err;
-	if (n > old)
+	/* More Ps: put them to work. Fewer: an idle P's M steals what the
+	 * retiring ones have queued. */
+	if (n > 0 && n != old)
 		gmp__wakep();
 	return old;
 }

@@ -66,7 +66,13 @@
  * Go stops the world to resize allp. We only ever grow allp (Ps are never
  * freed while the runtime runs) and let a P beyond gomaxprocs retire itself
  * at its holder's next schedule(): its queue goes to the global queue and
- * it becomes DEAD instead of idle. Growing just adds idle Ps.
+ * it becomes DEAD instead of idle. Growing just adds idle Ps. Shrinking
+ * makes idle Ps beyond the count DEAD at once; a P that becomes DEAD hands
+ * its timers to P0 (dead_p_timers). A held one is retiring until its
+ * holder notices, which a task in a long syscall or a long computation
+ * would delay; so meanwhile every walker that looks for work or timers
+ * covers it (they go up to sched.nallp, not gomaxprocs), and sysmon asks
+ * its task to yield and takes it from a syscall at first sight.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -270,8 +276,29 @@ static void drain_poke(void)
 	}
 }
 
+/* p has just become DEAD (sched.lock held; no M holds it, so no timer can
+ * be added to it). Its timers go to P0, which is always live, and whoever
+ * sleeps until the earliest timer must hear of them: the M blocked in the
+ * poller, if it would oversleep, and sysmon, if it sleeps deeply (its
+ * rounds start an M for a timer overdue on an idle P). Not
+ * gmp__wake_netpoller: its wakep takes sched.lock. Lock order: sched.lock
+ * before any P's timers lock (nothing takes sched.lock holding one). */
+static void dead_p_timers(gmp_p *p)
+{
+	int64_t when = gmp__timers_next(&p->timers);
+	if (when == 0)
+		return;
+	gmp__timers_move(p, gmp__sched.allp[0]);
+	if (gmp__load64_acq(&gmp__sched.lastpoll) == 0) {
+		int64_t until = (int64_t)gmp__load64_acq(&gmp__sched.pollUntil);
+		if (until == 0 || until > when)
+			gmp__netpoll_break();
+	}
+	gmp__sysmon_wake_locked();
+}
+
 /* Puts p on the idle list (sched.lock held). A P beyond gomaxprocs is
- * retired instead: DEAD, off every list. */
+ * retired instead: DEAD, off every list, its timers moved to P0. */
 void gmp__pidleput(gmp_p *p)
 {
 	if (!gmp__runq_empty(p))
@@ -279,6 +306,8 @@ void gmp__pidleput(gmp_p *p)
 	gmp__storep_rlx(&p->m, NULL);
 	if ((uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
 		gmp__store32_rel(&p->status, GMP__P_DEAD);
+		gmp__gfpurge(p);
+		dead_p_timers(p);
 		/* full: the #StoreLoad of drain_poke (rare path) */
 		gmp__add32_full(&gmp__sched.drain_seq, 0);
 		drain_poke();
@@ -796,11 +825,12 @@ void gmp__wake_netpoller(int64_t when)
 	}
 }
 
-/* The earliest timer on any live P, 0 if none; lock-free. */
+/* The earliest timer on any P (retiring ones included), 0 if none;
+ * lock-free. */
 int64_t gmp__timers_earliest(void)
 {
 	int64_t best = 0;
-	uint32_t n = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	uint32_t n = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < n; i++) {
 		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		int64_t w = p ? gmp__timers_next(&p->timers) : 0;
@@ -885,7 +915,9 @@ static gmp_g *stealwork(gmp_m *m, bool *inherit, int64_t *poll_until)
 	*inherit = false;
 	for (int i = 0; i < 4; i++) {
 		bool last = i == 3;
-		uint32_t n = gmp__load32_acq(&gmp__sched.gomaxprocs);
+		/* Retiring Ps too: their queues must not wait for their
+		 * holders to notice (see nallp). */
+		uint32_t n = gmp__load32_acq(&gmp__sched.nallp);
 		uint32_t pos = gmp__cheaprand(m) % n;
 		uint32_t step = gmp__cheaprand(m) % n + 1;
 		while (gcd(step, n) != 1)
@@ -927,7 +959,7 @@ static gmp_g *stealwork(gmp_m *m, bool *inherit, int64_t *poll_until)
  * available, return the idle P (for the caller to acquire and steal). */
 static gmp_p *check_runqs_nop(void)
 {
-	uint32_t n = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	uint32_t n = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < n; i++) {
 		gmp_p *p2 = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!p2 || gmp__load32_rlx(&p2->status) != GMP__P_RUNNING)
@@ -1329,6 +1361,9 @@ int gmp__procresize(int n)
 				return -ENOMEM;
 			/* release: stealers load allp[i] with acquire */
 			gmp__storep_rel(&gmp__sched.allp[i], p);
+			/* release, after the entry: walkers load nallp
+			 * (acquire) before the entries below it */
+			gmp__store32_rel(&gmp__sched.nallp, (uint32_t)i + 1);
 		}
 	/* release: publishes the new Ps to lock-free walkers of allp */
 	gmp__store32_rel(&gmp__sched.gomaxprocs, (uint32_t)n);
@@ -1338,9 +1373,13 @@ int gmp__procresize(int n)
 			if (gmp__load32_rlx(&p->status) == GMP__P_DEAD)
 				gmp__pidleput(p);
 		}
-	} else {
-		/* Idle Ps beyond n leave the idle list now; running ones
-		 * retire at their holder's next schedule(). */
+	} else if ((uint32_t)n < old) {
+		/* Idle Ps beyond n leave the idle list now, their timers
+		 * going to P0; held ones retire at their holder's next
+		 * schedule(). Until then their queues are stolen and their
+		 * timers run like any P's (walkers go up to nallp), and
+		 * sysmon asks their tasks to yield and takes them from
+		 * syscalls at once; wake it in case it sleeps deeply. */
 		gmp_p **pp = &gmp__sched.pidle;
 		while (*pp) {
 			gmp_p *p = *pp;
@@ -1350,10 +1389,12 @@ int gmp__procresize(int n)
 				gmp__store32_rel(&p->status, GMP__P_DEAD);
 				gmp__add32_full(&gmp__sched.npidle, -1);
 				gmp__gfpurge(p);
+				dead_p_timers(p);
 			} else {
 				pp = &p->link;
 			}
 		}
+		gmp__sysmon_wake_locked();
 	}
 	return 0;
 }

@@ -54,22 +54,33 @@ static void preemptone(gmp_p *p)
 }
 
 /* Retakes Ps blocked in syscalls and preempts long-running tasks. Returns
- * how many Ps it retook. */
+ * how many Ps it retook.
+ *
+ * A P beyond gomaxprocs that is still held (retiring: the count shrank
+ * while its task ran or sat in a syscall) is not left to its holder's
+ * good time: its task is asked to yield at once, and its syscall loses
+ * the P at first sight, so that the P retires (its queue and timers go to
+ * live Ps) without waiting for the task. */
 static uint32_t retake(int64_t now)
 {
 	uint32_t n = 0;
 	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
-	for (uint32_t i = 0; i < procs; i++) {
+	uint32_t nallp = gmp__load32_acq(&gmp__sched.nallp);
+	for (uint32_t i = 0; i < nallp; i++) {
 		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!p || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
 			continue;
 		__typeof__(p->sysmontick) *pd = &p->sysmontick;
-		bool sysretake = false;
+		bool sysretake = false, retiring = i >= procs;
 
-		/* The same schedtick for 10 ms: one slice (a task, plus any
-		 * runnext heirs) has run too long. */
+		/* Retiring: yield now, and lose the P to a syscall now.
+		 * Else the same schedtick for 10 ms: one slice (a task,
+		 * plus any runnext heirs) has run too long. */
 		uint32_t t = gmp__load32_rlx(&p->schedtick);
-		if (pd->schedtick != t || pd->schedwhen == 0) {
+		if (retiring) {
+			preemptone(p);
+			sysretake = true;
+		} else if (pd->schedtick != t || pd->schedwhen == 0) {
 			/* a new slice (or a P never looked at: its zeroed
 			 * record must not read as a slice begun long ago) */
 			pd->schedtick = t;
@@ -99,7 +110,7 @@ static uint32_t retake(int64_t now)
 		/* Nothing else to run and others could run it anyway: leave
 		 * the P, but not for more than 10 ms (it would keep sysmon
 		 * from its deep sleep). */
-		if (gmp__runq_empty(p) &&
+		if (!retiring && gmp__runq_empty(p) &&
 		    gmp__load32_rlx(&gmp__sched.nmspinning) +
 				    gmp__load32_rlx(&gmp__sched.npidle) >
 			    0 &&
@@ -114,6 +125,20 @@ static uint32_t retake(int64_t now)
 		gmp__handoffp(p);
 	}
 	return n;
+}
+
+/* Whether a P beyond gomaxprocs is still held (see retake): then not
+ * every P is idle, whatever npidle says. */
+static bool retiring_held(void)
+{
+	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
+	uint32_t nallp = gmp__load32_acq(&gmp__sched.nallp);
+	for (uint32_t i = procs; i < nallp; i++) {
+		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (p && gmp__load32_rlx(&p->status) == GMP__P_RUNNING)
+			return true;
+	}
+	return false;
 }
 
 static void schedtrace(int64_t now, int64_t start)
@@ -192,11 +217,12 @@ static void *sysmon_main(void *arg)
 
 		if (trace_ns <= 0 &&
 		    gmp__load32_rlx(&gmp__sched.npidle) ==
-			    gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
+			    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+		    !retiring_held()) {
 			gmp__lock(&gmp__sched.lock);
 			if (gmp__load32_rlx(&gmp__sched.npidle) ==
 				    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
-			    !gmp__load32_rlx(&sm.stop)) {
+			    !retiring_held() && !gmp__load32_rlx(&sm.stop)) {
 				int64_t sleep = 1000000000;
 				int64_t next = gmp__timers_earliest();
 				if (next && next - now < sleep)

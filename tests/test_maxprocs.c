@@ -200,6 +200,146 @@ static void test_maxprocs_set_pins(void **state)
 	check_pinned("gmp_set_maxprocs");
 }
 
+/* ---- shrinking while tasks sleep, sit in syscalls or run -------------------- */
+
+/* Ps beyond a smaller count must not strand what they hold: their timers,
+ * their queued tasks while their own task sits in a syscall or runs a long
+ * slice. Each case first gets n tasks running at once, which puts them on
+ * n distinct Ps (a P runs one task at a time); they wait for each other
+ * without yielding, with sched_yield to let the other threads of this
+ * 2-CPU machine run. */
+static atomic_int spread_arrived;
+
+/* The id of the P the calling task runs on once n tasks run at once; -1
+ * if they never did within 5 s. Tasks record, the main thread asserts. */
+static int spread_wait(int n)
+{
+	atomic_fetch_add(&spread_arrived, 1);
+	int64_t end = tu_now_ns() + 5 * (int64_t)1000000000;
+	while (atomic_load(&spread_arrived) < n && tu_now_ns() < end)
+		sched_yield();
+	if (atomic_load(&spread_arrived) < n)
+		return -1;
+	return gmp__getm()->p->id;
+}
+
+static atomic_int sleepers_woke, sleepers_beyond;
+
+static void shrink_sleeper(void *arg)
+{
+	(void)arg;
+	int id = spread_wait(4);
+	if (id >= 1)
+		atomic_fetch_add(&sleepers_beyond, 1);
+	else if (id < 0)
+		atomic_fetch_add(&sleepers_beyond, 100); /* fails the test */
+	gmp_sleep(200 * 1000 * 1000);
+	atomic_fetch_add(&sleepers_woke, 1);
+}
+
+/* Sleepers whose timers are on Ps that go away still wake on time. */
+static void test_maxprocs_shrink_keeps_timers(void **state)
+{
+	(void)state;
+	tu_init(4);
+	atomic_store(&spread_arrived, 0);
+	atomic_store(&sleepers_woke, 0);
+	atomic_store(&sleepers_beyond, 0);
+	for (int i = 0; i < 4; i++)
+		assert_true(gmp_go(shrink_sleeper, NULL) > 0);
+	/* All four asleep (their timers on P0..P3), then three Ps go. */
+	gmp_stats st;
+	int64_t end = tu_now_ns() + 5 * (int64_t)1000000000;
+	do {
+		usleep(1000);
+		assert_int_equal(gmp_stats_read(&st), 0);
+	} while (st.tasks_waiting < 4 && tu_now_ns() < end);
+	assert_int_equal(st.tasks_waiting, 4);
+	assert_int_equal(atomic_load(&sleepers_beyond), 3);
+	assert_int_equal(gmp_set_maxprocs(1), 4);
+	/* Due 200 ms after they slept; allow two seconds. */
+	end = tu_now_ns() + 2 * (int64_t)1000000000;
+	while (atomic_load(&sleepers_woke) < 4 && tu_now_ns() < end)
+		usleep(1000);
+	assert_int_equal(atomic_load(&sleepers_woke), 4);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* The task on a retiring P spawns two tasks (into that P's queue), then
+ * blocks in a syscall or computes for a second; they must run meanwhile,
+ * not after. */
+static _Atomic int64_t queued_ran_at;
+static atomic_int retiring_mode;        /* 0: syscall, 1: long slice */
+static _Atomic int64_t retiring_result; /* see retiring_task */
+
+static void queued_task(void *arg)
+{
+	(void)arg;
+	int64_t zero = 0;
+	atomic_compare_exchange_strong(&queued_ran_at, &zero, tu_now_ns());
+}
+
+/* retiring_result: how long after the spawns the first queued task ran
+ * (ns), -1 if it had not run when the second was over, -2 if the tasks
+ * never ran at once, -3 if gmp_set_maxprocs said something unexpected. */
+static void retiring_task(void *arg)
+{
+	(void)arg;
+	int id = spread_wait(2);
+	if (id < 0)
+		atomic_store(&retiring_result, -2);
+	if (id != 1)
+		return; /* the other one does the test */
+	if (gmp_set_maxprocs(1) != 2) {
+		atomic_store(&retiring_result, -3);
+		return;
+	}
+	/* Now on a P beyond the count: what it queues must still run. */
+	int64_t t0 = tu_now_ns();
+	gmp_go(queued_task, NULL);
+	gmp_go(queued_task, NULL);
+	if (atomic_load(&retiring_mode) == 0) {
+		gmp_enter_syscall();
+		usleep(1000 * 1000);
+		gmp_exit_syscall();
+	} else {
+		while (tu_now_ns() - t0 < 1000 * 1000 * (int64_t)1000)
+			gmp_preempt_point();
+	}
+	int64_t ran = atomic_load(&queued_ran_at);
+	atomic_store(&retiring_result, ran ? ran - t0 : -1);
+}
+
+static void shrink_with_retiring_task(int mode)
+{
+	tu_init(2);
+	atomic_store(&spread_arrived, 0);
+	atomic_store(&queued_ran_at, 0);
+	atomic_store(&retiring_result, -4);
+	atomic_store(&retiring_mode, mode);
+	assert_true(gmp_go(retiring_task, NULL) > 0);
+	assert_true(gmp_go(retiring_task, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	/* The queued tasks ran long before the second was over (the
+	 * retiring P's queue is stolen, or the P retaken from the syscall
+	 * or preempted): allow half of it. */
+	int64_t r = atomic_load(&retiring_result);
+	assert_true(r >= 0);
+	assert_true(r < 500 * 1000 * (int64_t)1000);
+}
+
+static void test_maxprocs_shrink_retiring_p_in_syscall(void **state)
+{
+	(void)state;
+	shrink_with_retiring_task(0);
+}
+
+static void test_maxprocs_shrink_retiring_p_long_slice(void **state)
+{
+	(void)state;
+	shrink_with_retiring_task(1);
+}
+
 /* ---- a real cgroup ------------------------------------------------------------ */
 
 static int write_file(const char *path, const char *fmt, ...)
@@ -610,6 +750,9 @@ GMP_TEST_MAIN(cmocka_unit_test(test_maxprocs_default),
 	      cmocka_unit_test(test_maxprocs_env_pins),
 	      cmocka_unit_test(test_maxprocs_config_pins),
 	      cmocka_unit_test(test_maxprocs_set_pins),
+	      cmocka_unit_test(test_maxprocs_shrink_keeps_timers),
+	      cmocka_unit_test(test_maxprocs_shrink_retiring_p_in_syscall),
+	      cmocka_unit_test(test_maxprocs_shrink_retiring_p_long_slice),
 	      cmocka_unit_test(test_maxprocs_cgroup_v2),
 	      cmocka_unit_test(test_maxprocs_cgroup_v1),
 	      cmocka_unit_test(test_maxprocs_cgroup_parse_v2),
