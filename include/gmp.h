@@ -65,7 +65,8 @@ typedef struct gmp_config {
  * on demand. cfg may be NULL (defaults and environment). Returns 0, or
  * -EINVAL for a bad value (negative counts, a stack_size under 16 KiB or
  * over SIZE_MAX/2, an unparsable GMP_* variable) and then starts nothing;
- * -ENOMEM or -EAGAIN if resources ran out. A valid call while running
+ * -ENOMEM or -EAGAIN if resources ran out (EAGAIN from thread creation
+ * only after a second of retries). A valid call while running
  * returns 0 and changes nothing (from a task too, where the runtime is
  * always running). Call from any thread that is not running a task.
  *

@@ -278,7 +278,11 @@ static void *sysmon_main(void *arg)
 int gmp__sysmon_start(void)
 {
 	memset(&sm, 0, sizeof sm);
-	int err = gmp__thread_create(&sm.thread, 256 * 1024, sysmon_main, NULL);
+	/* EAGAIN is retried for about a second, as for every thread (SPEC
+	 * §5); a lasting shortage fails gmp_init with -EAGAIN rather than
+	 * aborting, since gmp_init has a caller to tell. */
+	int err = gmp__thread_create_retry(&sm.thread, 256 * 1024, sysmon_main,
+					   NULL);
 	if (err)
 		return err;
 	sm.running = true;
