@@ -1068,6 +1068,64 @@ static void test_io_write_all_bytes_parking(void **s)
 	free(big_in);
 }
 
+/* ---- gmp_write stopped by an error after some bytes --------------------------- */
+
+/* The peer takes part of a large write and then goes away: gmp_write
+ * returns the bytes it wrote, not -EPIPE (gmp.h); the next write says
+ * -EPIPE. The same when gmp_close stops it. */
+static int part_sv[2];
+static atomic_llong part_result;
+
+static void part_writer(void *arg)
+{
+	(void)arg;
+	atomic_store(&part_result, gmp_write(part_sv[0], big_out, BIG));
+}
+
+static void partial_write(bool close_own)
+{
+	big_out = calloc(1, BIG);
+	big_in = malloc(BIG);
+	tu_init(2);
+	nb_socketpair(part_sv);
+	atomic_store(&part_result, 1);
+	assert_true(gmp_go(part_writer, NULL) > 0);
+	/* The writer fills the socket and parks; take some of it. */
+	assert_true(wait_for(tasks_waiting_at_least, (void *)(uintptr_t)1));
+	ssize_t got = read(part_sv[1], big_in, 100000);
+	assert_true(got > 0);
+	assert_true(wait_for(tasks_waiting_at_least, (void *)(uintptr_t)1));
+	if (close_own)
+		assert_int_equal(gmp_close(part_sv[0]), 0);
+	else
+		close(part_sv[1]);
+	assert_int_equal(gmp_shutdown(), 0);
+	long long r = atomic_load(&part_result);
+	assert_true(r >= got);
+	assert_true(r < (long long)BIG);
+	if (close_own) {
+		close(part_sv[1]);
+	} else {
+		signal(SIGPIPE, SIG_DFL); /* a SIGPIPE would kill us */
+		assert_int_equal(gmp_write(part_sv[0], big_out, 10), -EPIPE);
+		assert_int_equal(gmp_close(part_sv[0]), 0);
+	}
+	free(big_out);
+	free(big_in);
+}
+
+static void test_io_write_partial_when_peer_closes(void **s)
+{
+	(void)s;
+	partial_write(false);
+}
+
+static void test_io_write_partial_when_closed(void **s)
+{
+	(void)s;
+	partial_write(true);
+}
+
 /* ---- callers that are not tasks -------------------------------------------------------- */
 
 static int fsv[2];
@@ -1293,6 +1351,8 @@ GMP_TEST_MAIN(cmocka_unit_test(test_io_hundred_parked_readers_hold_no_thread),
 	      cmocka_unit_test(test_io_fd_reuse_after_plain_close),
 	      cmocka_unit_test(test_io_fd_reuse_as_blocking_pipe),
 	      cmocka_unit_test(test_io_write_to_closed_peer_epipe_no_sigpipe),
+	      cmocka_unit_test(test_io_write_partial_when_peer_closes),
+	      cmocka_unit_test(test_io_write_partial_when_closed),
 	      cmocka_unit_test(test_io_write_all_bytes_parking),
 	      cmocka_unit_test(test_io_foreign_thread_read_and_poll),
 	      cmocka_unit_test(test_io_threads_without_runtime),

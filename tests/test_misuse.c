@@ -397,6 +397,44 @@ static void test_misuse_calls_after_shutdown(void **s)
 	assert_int_equal(gmp__alloc_live(), base);
 }
 
+/* Keys run out at GMP_KEYS_MAX: the next gmp_key_create says -EAGAIN, and
+ * keeps saying it; the last key made works like any other. */
+static gmp_key last_key;
+static atomic_int last_key_ok;
+
+static void last_key_task(void *arg)
+{
+	(void)arg;
+	int v = 7;
+	if (gmp_getspecific(last_key) == NULL &&
+	    gmp_setspecific(last_key, &v) == 0 &&
+	    gmp_getspecific(last_key) == &v)
+		atomic_store(&last_key_ok, 1);
+	gmp_setspecific(last_key, NULL);
+}
+
+static void test_misuse_keys_run_out(void **s)
+{
+	(void)s;
+	assert_int_equal(gmp_key_create(NULL, NULL), -EINVAL);
+	gmp_key k;
+	int r, made = 0;
+	while ((r = gmp_key_create(&k, NULL)) == 0 && made <= GMP_KEYS_MAX) {
+		last_key = k;
+		made++;
+	}
+	assert_int_equal(r, -EAGAIN);
+	assert_true(made >= 1);
+	/* Ids run from 1: the last one made is the GMP_KEYS_MAX-th key of
+	 * the process, whatever other tests here made before. */
+	assert_int_equal(last_key.id, GMP_KEYS_MAX);
+	assert_int_equal(gmp_key_create(&k, NULL), -EAGAIN);
+	tu_init(1);
+	assert_true(gmp_go(last_key_task, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(atomic_load(&last_key_ok), 1);
+}
+
 GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_bad_config_values),
 	      cmocka_unit_test(test_misuse_init_from_task_while_draining),
@@ -406,4 +444,6 @@ GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_ready_of_runnable_task_aborts),
 	      cmocka_unit_test(test_misuse_ready_of_null_aborts),
 	      cmocka_unit_test(test_misuse_ready_after_shutdown_aborts),
-	      cmocka_unit_test(test_misuse_calls_after_shutdown))
+	      cmocka_unit_test(test_misuse_calls_after_shutdown),
+	      /* last: no key can be made after it in this process */
+	      cmocka_unit_test(test_misuse_keys_run_out))
