@@ -121,7 +121,11 @@ typedef void (*gmp_fn)(void *arg);
 GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg);
 
 /* Lets other tasks run; the caller stays runnable and resumes later,
- * possibly on another thread (runtime.Gosched). A no-op outside a task. */
+ * possibly on another thread (runtime.Gosched). A no-op outside a task.
+ * The caller goes to the back of its P's run queue, where Go's Gosched
+ * uses the global queue: a lock less per yield. Tasks in the global
+ * queue (spawned or woken by threads without a P) still run within 61
+ * schedules of that P, the check Go makes too. */
 GMP_EXTERN void gmp_yield(void);
 
 /* Ends the calling task (runtime.Goexit): task-local destructors run, then
