@@ -110,13 +110,14 @@ typedef struct gmp_g gmp_g; /* a task; opaque */
 typedef void (*gmp_fn)(void *arg);
 
 /* Creates a task running fn(arg) and returns its id (> 0; unique for the
- * life of the process, increasing). From a task the new task goes into the
- * current P's runnext slot, so it runs next on this P (Go's newproc); from
- * any other thread it goes to the global queue. An idle P is woken if
- * there is one. Never switches. Starts the runtime with defaults if it is
- * not running. Returns -EINVAL if fn is NULL, -ENOMEM if no task or stack
- * could be allocated, -ESHUTDOWN from outside a task while gmp_shutdown
- * waits. */
+ * life of the process, across gmp_shutdown and gmp_init; increasing: a
+ * gmp_go that happens before another, from any task or thread, returns the
+ * smaller id). From a task the new task goes into the current P's runnext
+ * slot, so it runs next on this P (Go's newproc); from any other thread it
+ * goes to the global queue. An idle P is woken if there is one. Never
+ * switches. Starts the runtime with defaults if it is not running. Returns
+ * -EINVAL if fn is NULL, -ENOMEM if no task or stack could be allocated,
+ * -ESHUTDOWN from outside a task while gmp_shutdown waits. */
 GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg);
 
 /* Lets other tasks run; the caller stays runnable and resumes later,

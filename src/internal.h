@@ -211,7 +211,6 @@ enum gmp__pstatus {
 };
 
 #define GMP__RUNQ_SIZE 256u
-#define GMP__GOIDCACHE_BATCH 16
 
 struct gmp_p {
 	int32_t id;
@@ -229,9 +228,6 @@ struct gmp_p {
 		uint32_t schedtick, syscalltick;
 		int64_t schedwhen, syscallwhen;
 	} sysmontick;
-
-	/* Task ids handed out without touching sched.goidgen every time. */
-	int64_t goidcache, goidcacheend;
 
 	/* Dead Gs with stacks, for reuse; owner (batches move to and from
 	 * sched.gfree under its lock). */
@@ -363,7 +359,6 @@ typedef struct gmp__sched {
 		int64_t n;
 	} gfree; /* dead Gs with stacks */
 
-	volatile uint64_t goidgen;      /* atomic: last task id handed out */
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
 	volatile uint32_t nthreads;     /* atomic: live runtime threads */
 	volatile uint64_t nhandoffs;    /* atomic: Ps handed to another M */

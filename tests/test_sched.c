@@ -450,6 +450,69 @@ static void test_sched_ids_unique_and_positive(void **s)
 	}
 }
 
+/* Ids increase in spawn order, whoever spawns (SPEC §2): tasks on several
+ * Ps and threads outside the runtime take turns, passing the last id
+ * round a ring of channels, so each spawn happens after the one before. */
+enum { ID_RING = 8, ID_ROUNDS = 200 };
+
+static gmp_chan *id_ring[ID_RING];
+
+static void id_nop(void *arg)
+{
+	(void)arg;
+}
+
+static void id_turns(uintptr_t me)
+{
+	for (int r = 0; r < ID_ROUNDS; r++) {
+		int64_t last;
+		T_ASSERT(gmp_chan_recv(id_ring[me], &last) == 0);
+		int64_t id = gmp_go(id_nop, NULL);
+		if (id <= last) {
+			fprintf(stderr,
+				"round %d, turn %u: id %lld after %lld\n", r,
+				(unsigned)me, (long long)id, (long long)last);
+			T_ASSERT(id > last);
+		}
+		T_ASSERT(gmp_chan_send(id_ring[(me + 1) % ID_RING], &id) == 0);
+	}
+}
+
+static void id_task(void *arg)
+{
+	id_turns((uintptr_t)arg);
+}
+
+static void *id_thread(void *arg)
+{
+	id_turns((uintptr_t)arg);
+	return NULL;
+}
+
+static void test_sched_ids_increase_across_ps_and_threads(void **s)
+{
+	(void)s;
+	tu_init(4);
+	for (int i = 0; i < ID_RING; i++)
+		assert_non_null(id_ring[i] = gmp_chan_new(sizeof(int64_t), 1));
+	pthread_t t[ID_RING];
+	for (uintptr_t i = 0; i < ID_RING; i++) {
+		if (i % 2)
+			assert_int_equal(pthread_create(&t[i], NULL, id_thread,
+							(void *)i),
+					 0);
+		else
+			assert_true(gmp_go(id_task, (void *)i) > 0);
+	}
+	int64_t zero = 0;
+	assert_int_equal(gmp_chan_send(id_ring[0], &zero), 0);
+	for (int i = 1; i < ID_RING; i += 2)
+		pthread_join(t[i], NULL);
+	assert_int_equal(gmp_shutdown(), 0);
+	for (int i = 0; i < ID_RING; i++)
+		gmp_chan_free(id_ring[i]);
+}
+
 /* ---- gmp_exit and task-local keys ------------------------------------------- */
 
 static gmp_key key1, key2;
@@ -654,6 +717,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_sched_million_tasks_maxprocs_1),
 	      cmocka_unit_test(test_sched_work_spreads_over_two_ps),
 	      cmocka_unit_test(test_sched_main_returns_result),
 	      cmocka_unit_test(test_sched_ids_unique_and_positive),
+	      cmocka_unit_test(test_sched_ids_increase_across_ps_and_threads),
 	      cmocka_unit_test(test_sched_keys_and_exit),
 	      cmocka_unit_test(test_sched_set_maxprocs_while_running),
 	      cmocka_unit_test(test_sched_shutdown_restart_100_times),
