@@ -199,7 +199,7 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 
 /* ---- init and shutdown -------------------------------------------------------- */
 
-GMP_EXTERN int gmp_init(const gmp_config *cfg)
+static int init(const gmp_config *cfg)
 {
 	gmp__settings st;
 	int maxprocs, max_threads;
@@ -236,6 +236,20 @@ GMP_EXTERN int gmp_init(const gmp_config *cfg)
 		gmp__fork_init();
 	}
 	pthread_mutex_unlock(&api_lock);
+	return err;
+}
+
+GMP_EXTERN int gmp_init(const gmp_config *cfg)
+{
+	/* Public calls leave errno alone (gmp.h), but reading the settings
+	 * sets it (strtoll and strtod report overflow only there), and so
+	 * may starting the runtime. This covers every path, including the
+	 * calls that find the runtime running and the implicit start from
+	 * gmp_go. No switch happens inside, so errno is this thread's
+	 * throughout. */
+	int saved = errno;
+	int err = init(cfg);
+	errno = saved;
 	return err;
 }
 

@@ -656,6 +656,67 @@ static void test_sched_bad_input_returns_errors(void **s)
 	gmp_shutdown();
 }
 
+/* gmp_init leaves errno alone (gmp.h), though parsing GMP_* variables
+ * uses it: when it starts the runtime, when it finds it running, from a
+ * task, on failure, and when gmp_go starts the runtime. */
+static void init_in_task(void *arg)
+{
+	errno = 77;
+	int r = gmp_init(NULL);
+	int e = errno;
+	T_ASSERT(r == 0);
+	*(int *)arg = e;
+}
+
+static void errno_nop(void *arg)
+{
+	(void)arg;
+}
+
+static void test_sched_init_leaves_errno_alone(void **s)
+{
+	(void)s;
+	setenv("GMP_MAXPROCS", "2", 1);
+	setenv("GMP_MAX_THREADS", "100", 1);
+	setenv("GMP_STACK_SIZE", "64K", 1);
+	setenv("GMP_IDLE_THREAD_TIMEOUT", "5", 1);
+	setenv("GMP_DEBUG", "randomize=0", 1);
+	int r, e;
+	errno = 1234;
+	r = gmp_init(NULL);
+	e = errno;
+	assert_int_equal(r, 0);
+	assert_int_equal(e, 1234);
+	errno = 1234;
+	r = gmp_init(NULL); /* running: no change */
+	e = errno;
+	assert_int_equal(r, 0);
+	assert_int_equal(e, 1234);
+	int in_task = 0;
+	assert_true(gmp_go(init_in_task, &in_task) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(in_task, 77);
+
+	errno = 1234;
+	int64_t id = gmp_go(errno_nop, NULL); /* starts the runtime */
+	e = errno;
+	assert_true(id > 0);
+	assert_int_equal(e, 1234);
+	assert_int_equal(gmp_shutdown(), 0);
+
+	setenv("GMP_MAXPROCS", "99999999999999999999", 1); /* ERANGE */
+	errno = 1234;
+	r = gmp_init(NULL);
+	e = errno;
+	assert_int_equal(r, -EINVAL);
+	assert_int_equal(e, 1234);
+	unsetenv("GMP_MAXPROCS");
+	unsetenv("GMP_MAX_THREADS");
+	unsetenv("GMP_STACK_SIZE");
+	unsetenv("GMP_IDLE_THREAD_TIMEOUT");
+	unsetenv("GMP_DEBUG");
+}
+
 static void ready_self(void *arg)
 {
 	(void)arg;
@@ -722,6 +783,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_sched_million_tasks_maxprocs_1),
 	      cmocka_unit_test(test_sched_set_maxprocs_while_running),
 	      cmocka_unit_test(test_sched_shutdown_restart_100_times),
 	      cmocka_unit_test(test_sched_bad_input_returns_errors),
+	      cmocka_unit_test(test_sched_init_leaves_errno_alone),
 	      cmocka_unit_test(test_sched_ready_of_running_task_aborts),
 	      cmocka_unit_test(test_sched_park_outside_task_aborts),
 	      cmocka_unit_test(test_sched_shutdown_from_task_eperm))
