@@ -64,10 +64,10 @@ typedef struct gmp_config {
 /* Starts the runtime: allocates the Ps and starts sysmon; threads are made
  * on demand. cfg may be NULL (defaults and environment). Returns 0, or
  * -EINVAL for a bad value (negative counts, a stack_size under 16 KiB or
- * over SIZE_MAX/2, an unparsable GMP_* variable) and then starts nothing;
- * -ENOMEM or -EAGAIN if resources ran out. A valid call while running
- * returns 0 and changes nothing (from a task too, where the runtime is
- * always running). Call from any thread that is not running a task.
+ * over SIZE_MAX/2, an unparsable GMP_* variable, checked even where cfg
+ * gives the value it would set) and then starts nothing; -ENOMEM or
+ * -EAGAIN if resources ran out. A valid call while running returns 0 and
+ * changes nothing (from a task too, where the runtime is always running). Call from any thread that is not running a task.
  *
  * Stack overflow: while it runs, the runtime handles SIGSEGV and SIGBUS. A
  * task that runs into the guard page below its stack is reported as

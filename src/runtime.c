@@ -122,8 +122,18 @@ static int parse_debug(const char *s, gmp__settings *st)
 	return 0;
 }
 
+/* A stack size as given, before rounding: at least 16 KiB, and at most
+ * half the address space, above which the rounding below (and the slot
+ * arithmetic in stack.c) would wrap to a tiny stack. */
+static bool is_valid_stack_size(size_t n)
+{
+	return n >= 16 * 1024 && n <= SIZE_MAX / 2;
+}
+
 /* Builds the settings from cfg, the environment and the defaults; nothing
- * is changed on failure. */
+ * is changed on failure. Every GMP_* variable is checked, by the rules
+ * that would apply were it in effect, even where cfg overrides it: a bad
+ * value is a mistake to report, not to hide behind the config. */
 static int settings_from(const gmp_config *cfg, gmp__settings *st,
 			 int *maxprocs, int *max_threads)
 {
@@ -136,34 +146,35 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 
 	if (c.maxprocs < 0 || c.max_threads < 0)
 		return -EINVAL;
-	if (c.maxprocs == 0 && (v = env("GMP_MAXPROCS"))) {
+	if (c.stack_size != 0 && !is_valid_stack_size(c.stack_size))
+		return -EINVAL;
+
+	if ((v = env("GMP_MAXPROCS"))) {
 		if (parse_int(v, 1, INT_MAX, &n))
 			return -EINVAL;
-		c.maxprocs = (int)n;
+		if (c.maxprocs == 0)
+			c.maxprocs = (int)n;
 	}
 	st->maxprocs_from_user = c.maxprocs > 0;
-	if (c.maxprocs == 0)
-		c.maxprocs = gmp__maxprocs_default(); /* maxprocs.c */
-	if (c.maxprocs > GMP__MAXPROCS_LIMIT)
-		c.maxprocs = GMP__MAXPROCS_LIMIT;
 
-	if (c.max_threads == 0 && (v = env("GMP_MAX_THREADS"))) {
+	if ((v = env("GMP_MAX_THREADS"))) {
 		if (parse_int(v, 1, INT_MAX, &n))
 			return -EINVAL;
-		c.max_threads = (int)n;
+		if (c.max_threads == 0)
+			c.max_threads = (int)n;
 	}
 	if (c.max_threads == 0)
 		c.max_threads = 10000;
 
-	if (c.stack_size == 0 && (v = env("GMP_STACK_SIZE")))
-		if (parse_size(v, &c.stack_size) || c.stack_size == 0)
+	if ((v = env("GMP_STACK_SIZE"))) {
+		size_t sz;
+		if (parse_size(v, &sz) || !is_valid_stack_size(sz))
 			return -EINVAL;
+		if (c.stack_size == 0)
+			c.stack_size = sz;
+	}
 	if (c.stack_size == 0)
 		c.stack_size = 256 * 1024;
-	/* Above half the address space the rounding below (and the slot
-	 * arithmetic in stack.c) would wrap to a tiny stack. */
-	if (c.stack_size < 16 * 1024 || c.stack_size > SIZE_MAX / 2)
-		return -EINVAL;
 	size_t ps = gmp__pagesize();
 	st->stack_size = (c.stack_size + ps - 1) & ~(ps - 1);
 
@@ -192,6 +203,12 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 	if ((v = env("GMP_DEBUG")) && parse_debug(v, st))
 		return -EINVAL;
 
+	/* Last, once everything has been found valid: the default reads
+	 * the affinity mask and the cgroup files. */
+	if (c.maxprocs == 0)
+		c.maxprocs = gmp__maxprocs_default(); /* maxprocs.c */
+	if (c.maxprocs > GMP__MAXPROCS_LIMIT)
+		c.maxprocs = GMP__MAXPROCS_LIMIT;
 	*maxprocs = c.maxprocs;
 	*max_threads = c.max_threads;
 	return 0;

@@ -85,10 +85,10 @@ static void test_misuse_bad_config_values(void **s)
 	expect_einval(NULL, "GMP_DEBUG", "randomize");
 	expect_einval(NULL, "GMP_DEBUG", "nosuchkey=1");
 	expect_einval(NULL, "GMP_DEBUG", "schedtrace=-5");
-	/* Not errors: a config value wins over the environment, and counts
+	/* Not errors: a config value wins over a valid variable, and counts
 	 * beyond the limit are clamped. */
 	c = (gmp_config){ .maxprocs = 3 };
-	setenv("GMP_MAXPROCS", "junk", 1);
+	setenv("GMP_MAXPROCS", "2", 1);
 	int r = gmp_init(&c);
 	unsetenv("GMP_MAXPROCS");
 	assert_int_equal(r, 0);
@@ -98,6 +98,36 @@ static void test_misuse_bad_config_values(void **s)
 	assert_int_equal(gmp_init(&c), 0);
 	assert_int_equal(gmp_set_maxprocs(0), 1024);
 	assert_true(gmp_go(nop, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* An unparsable variable is an error even where the config gives the
+ * value it would have set (SPEC §1): it is checked, not skipped. */
+static void test_misuse_bad_env_despite_config(void **s)
+{
+	(void)s;
+	const gmp_config full = { .maxprocs = 2,
+				  .max_threads = 50,
+				  .stack_size = 64 * 1024 };
+	expect_einval(&full, "GMP_MAXPROCS", "junk");
+	expect_einval(&full, "GMP_MAXPROCS", "0");
+	expect_einval(&full, "GMP_MAX_THREADS", "many");
+	expect_einval(&full, "GMP_MAX_THREADS", "-1");
+	expect_einval(&full, "GMP_STACK_SIZE", "64Q");
+	expect_einval(&full, "GMP_STACK_SIZE", "8K");
+	expect_einval(&full, "GMP_STACK_SIZE", "99999999999999999999");
+	expect_einval(&full, "GMP_STACK_GUARD", "sometimes");
+	expect_einval(&full, "GMP_IDLE_THREAD_TIMEOUT", "soon");
+	expect_einval(&full, "GMP_DEBUG", "nosuchkey=1");
+	/* The config alone is fine, and wins over valid variables. */
+	setenv("GMP_MAXPROCS", "1", 1);
+	setenv("GMP_STACK_SIZE", "1M", 1);
+	int r = gmp_init(&full);
+	unsetenv("GMP_MAXPROCS");
+	unsetenv("GMP_STACK_SIZE");
+	assert_int_equal(r, 0);
+	assert_int_equal(gmp_set_maxprocs(0), 2);
+	assert_int_equal(gmp__cfg.stack_size, 64 * 1024);
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
@@ -399,6 +429,7 @@ static void test_misuse_calls_after_shutdown(void **s)
 
 GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_bad_config_values),
+	      cmocka_unit_test(test_misuse_bad_env_despite_config),
 	      cmocka_unit_test(test_misuse_init_from_task_while_draining),
 	      cmocka_unit_test(test_misuse_park_in_unlock_function_aborts),
 	      cmocka_unit_test(test_misuse_exit_outside_task_aborts),
