@@ -99,7 +99,13 @@ GMP_EXTERN int gmp_shutdown(void);
 /* Starts the runtime if needed, runs fn(arg) as a task while the calling
  * thread waits, and returns fn's result once fn has returned. Other tasks
  * keep running. From a task it simply calls fn(arg). If the runtime cannot
- * start or the task cannot be created, returns that negative errno. */
+ * start or the task cannot be created, returns that negative errno.
+ *
+ * If fn ends its task with gmp_exit instead of returning (Go's main
+ * calling runtime.Goexit), gmp_main never returns: it waits while other
+ * tasks run (new ones, spawned from anywhere, included), and once no task
+ * is left the program aborts with "gmp: no tasks left (gmp_main's function
+ * called gmp_exit): deadlock". */
 GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg);
 
 /* ------------------------------------------------------------------------

@@ -306,8 +306,10 @@ static void goexit0(gmp_g *g)
 	gmp_p *p = m->p;
 	gmp__gfput(p, g);
 	/* release: a reader of the count that sees this exit also sees the
-	 * spawn of g (gmp__tasks_live). A draining gmp_shutdown learns of
-	 * the last exit when this P goes idle (gmp__pidleput). */
+	 * spawn of g (gmp__tasks_live). A thread waiting for no task to be
+	 * left (gmp_shutdown draining, or gmp_main after its task called
+	 * gmp_exit) learns of the last exit when this P goes idle
+	 * (gmp__pidleput). */
 	gmp__store64_rel(&p->nexited, p->nexited + 1);
 	if (locked)
 		gmp__goexit_locked(m); /* the thread goes with it */
@@ -337,6 +339,8 @@ GMP_EXTERN void gmp_exit(void)
 	gmp_m *m = gmp__getm();
 	if (!m || !m->curg)
 		gmp__throw("gmp_exit called outside a task");
+	if (GMP__UNLIKELY(m->curg->mainwait != NULL))
+		gmp__main_goexit(m->curg); /* gmp_main's fn will not return */
 	gmp__goexit1();
 }
 

@@ -270,8 +270,22 @@ GMP_EXTERN int gmp_init(const gmp_config *cfg)
 	return err;
 }
 
-/* Waits until no task is left (see goexit0 for the other side). */
-static void drain(void)
+static int64_t tasks_live(void *unused)
+{
+	(void)unused;
+	return gmp__tasks_live();
+}
+
+/* Waits until no task is left (see goexit0 for the other side), from a
+ * thread that holds no P: gmp_shutdown's drain, and gmp_main once its
+ * task has called gmp_exit. While anyone waits here, every P that goes
+ * idle bumps drain_seq, which is why only these two rare paths wait.
+ * With racing set, the caller does not keep the runtime from being torn
+ * down (gmp_main, while another thread may call gmp_shutdown), so each
+ * count is taken under rt_lock and a runtime that is off counts as
+ * empty. The registration is never undone: a drain ends in teardown
+ * (gmp__sched_start clears it) and gmp_main's wait in an abort. */
+static void wait_no_tasks(bool racing)
 {
 	/* full: Dekker with gmp__pidleput's full RMW-then-load: the last
 	 * task's exit is counted before its P goes idle, so either we see it
@@ -279,7 +293,9 @@ static void drain(void)
 	gmp__add32_full(&gmp__sched.drain_waiters, 1);
 	for (;;) {
 		uint32_t seq = gmp__load32_acq(&gmp__sched.drain_seq);
-		if (gmp__tasks_live() == 0)
+		int64_t live = racing ? gmp__if_running(tasks_live, NULL, 0)
+				      : gmp__tasks_live();
+		if (live == 0)
 			break;
 		gmp__futex_wait(&gmp__sched.drain_seq, seq, -1);
 	}
@@ -298,7 +314,7 @@ GMP_EXTERN int gmp_shutdown(void)
 	gmp__store32_rel(&rt_state, RT_DRAINING);
 	pthread_rwlock_unlock(&rt_lock);
 
-	drain();
+	wait_no_tasks(false); /* api_lock keeps out any other teardown */
 	gmp__sigquit_restore();
 	gmp__signal_restore();
 	/* Users of the runtime's structures from other threads (stats,
@@ -383,18 +399,40 @@ int64_t gmp__go_foreign(gmp_fn fn, void *arg)
 
 /* ---- gmp_main -------------------------------------------------------------- */
 
-struct main_args {
+/* What gmp_main's thread waits for. Its task tells it once, either with
+ * fn's result or that fn called gmp_exit (Go's main calling
+ * runtime.Goexit): then, as Go does, the other tasks go on running, and
+ * when none is left the program dies, since nothing can make fn return
+ * any more. The count of live tasks, and the wait for it to reach zero,
+ * are gmp_shutdown's (wait_no_tasks). */
+struct gmp__main {
 	int (*fn)(void *);
 	void *arg;
 	int result;
+	bool goexited;
 	gmp__note done;
 };
 
 static void main_task(void *p)
 {
-	struct main_args *a = p;
-	a->result = a->fn(a->arg);
+	struct gmp__main *a = p;
+	gmp_g *g = gmp_current();
+	g->mainwait = a; /* for gmp_exit; owner */
+	int r = a->fn(a->arg);
+	g->mainwait = NULL; /* key destructors may still call gmp_exit */
+	a->result = r;
 	gmp__notewakeup(&a->done); /* full barrier publishes result */
+}
+
+/* gmp_exit from gmp_main's task, inside fn: fn will never return. */
+void gmp__main_goexit(gmp_g *g)
+{
+	struct gmp__main *a = g->mainwait;
+	g->mainwait = NULL;
+	a->goexited = true;
+	/* full barrier publishes goexited; a is the waiting thread's again
+	 * once it wakes, so nothing here touches it after this */
+	gmp__notewakeup(&a->done);
 }
 
 GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg)
@@ -407,11 +445,16 @@ GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg)
 			return fn(arg); /* already a task */
 		return -EPERM;          /* scheduler code (an unlock fn) */
 	}
-	struct main_args a = { fn, arg, 0, { 0 } };
+	struct gmp__main a = { fn, arg, 0, false, { 0 } };
 	int64_t id = gmp_go(main_task, &a);
 	if (id < 0)
 		return (int)id;
 	gmp__notesleep(&a.done);
+	if (a.goexited) {
+		wait_no_tasks(true);
+		gmp__throw("no tasks left (gmp_main's function called "
+			   "gmp_exit): deadlock");
+	}
 	return a.result;
 }
 

@@ -424,6 +424,32 @@ static void test_sched_main_returns_result(void **s)
 	gmp_yield(); /* outside a task: nothing */
 }
 
+/* fn returned, so gmp_main returns its result, even though a key
+ * destructor then ends the task with gmp_exit (that is no longer fn's
+ * gmp_exit). */
+static void exit_in_dtor(void *v)
+{
+	(void)v;
+	gmp_exit();
+}
+
+static int main_with_exiting_dtor(void *arg)
+{
+	(void)arg;
+	static gmp_key key;
+	static int one = 1;
+	T_ASSERT(gmp_key_create(&key, exit_in_dtor) == 0);
+	T_ASSERT(gmp_setspecific(key, &one) == 0);
+	return 7;
+}
+
+static void test_sched_main_returns_result_though_dtor_exits(void **s)
+{
+	(void)s;
+	assert_int_equal(gmp_main(main_with_exiting_dtor, NULL), 7);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 static atomic_llong ids[1000];
 
 static void note_id(void *arg)
@@ -777,6 +803,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_sched_million_tasks_maxprocs_1),
 	      cmocka_unit_test(test_sched_go_from_foreign_threads),
 	      cmocka_unit_test(test_sched_work_spreads_over_two_ps),
 	      cmocka_unit_test(test_sched_main_returns_result),
+	      cmocka_unit_test(test_sched_main_returns_result_though_dtor_exits),
 	      cmocka_unit_test(test_sched_ids_unique_and_positive),
 	      cmocka_unit_test(test_sched_ids_increase_across_ps_and_threads),
 	      cmocka_unit_test(test_sched_keys_and_exit),
