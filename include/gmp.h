@@ -64,11 +64,12 @@ typedef struct gmp_config {
 /* Starts the runtime: allocates the Ps and starts sysmon; threads are made
  * on demand. cfg may be NULL (defaults and environment). Returns 0, or
  * -EINVAL for a bad value (negative counts, a stack_size under 16 KiB or
- * over SIZE_MAX/2, an unparsable GMP_* variable) and then starts nothing;
- * -ENOMEM or -EAGAIN if resources ran out (EAGAIN from thread creation
- * only after a second of retries). A valid call while running
- * returns 0 and changes nothing (from a task too, where the runtime is
- * always running). Call from any thread that is not running a task.
+ * over SIZE_MAX/2, an unparsable GMP_* variable, checked even where cfg
+ * gives the value it would set) and then starts nothing; -ENOMEM or
+ * -EAGAIN if resources ran out (EAGAIN from thread creation only after a
+ * second of retries). A valid call while running returns 0 and changes
+ * nothing (from a task too, where the runtime is always running). Call
+ * from any thread that is not running a task.
  *
  * Stack overflow: while it runs, the runtime handles SIGSEGV and SIGBUS. A
  * task that runs into the guard page below its stack is reported as
@@ -100,7 +101,13 @@ GMP_EXTERN int gmp_shutdown(void);
 /* Starts the runtime if needed, runs fn(arg) as a task while the calling
  * thread waits, and returns fn's result once fn has returned. Other tasks
  * keep running. From a task it simply calls fn(arg). If the runtime cannot
- * start or the task cannot be created, returns that negative errno. */
+ * start or the task cannot be created, returns that negative errno.
+ *
+ * If fn ends its task with gmp_exit instead of returning (Go's main
+ * calling runtime.Goexit), gmp_main never returns: it waits while other
+ * tasks run (new ones, spawned from anywhere, included), and once no task
+ * is left the program aborts with "gmp: no tasks left (gmp_main's function
+ * called gmp_exit): deadlock". */
 GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg);
 
 /* ------------------------------------------------------------------------
@@ -111,13 +118,14 @@ typedef struct gmp_g gmp_g; /* a task; opaque */
 typedef void (*gmp_fn)(void *arg);
 
 /* Creates a task running fn(arg) and returns its id (> 0; unique for the
- * life of the process, increasing). From a task the new task goes into the
- * current P's runnext slot, so it runs next on this P (Go's newproc); from
- * any other thread it goes to the global queue. An idle P is woken if
- * there is one. Never switches. Starts the runtime with defaults if it is
- * not running. Returns -EINVAL if fn is NULL, -ENOMEM if no task or stack
- * could be allocated, -ESHUTDOWN from outside a task while gmp_shutdown
- * waits. */
+ * life of the process, across gmp_shutdown and gmp_init; increasing: a
+ * gmp_go that happens before another, from any task or thread, returns the
+ * smaller id). From a task the new task goes into the current P's runnext
+ * slot, so it runs next on this P (Go's newproc); from any other thread it
+ * goes to the global queue. An idle P is woken if there is one. Never
+ * switches. Starts the runtime with defaults if it is not running. Returns
+ * -EINVAL if fn is NULL, -ENOMEM if no task or stack could be allocated,
+ * -ESHUTDOWN from outside a task while gmp_shutdown waits. */
 GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg);
 
 /* Lets other tasks run; the caller stays runnable and resumes later,

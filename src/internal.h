@@ -117,6 +117,9 @@ struct gmp_g {
 	int64_t id; /* owner; > 0 while live, reused Gs get new ids */
 	gmp_fn fn;  /* entry function and its argument; owner */
 	void *arg;
+	/* gmp_main's task, until its function returns: the waiting thread
+	 * that gmp_exit must tell (runtime.c); NULL otherwise. Owner. */
+	struct gmp__main *mainwait;
 	gmp_g *schedlink;  /* next in a run queue or free list; queue owner */
 	gmp_g *gfreebatch; /* global free list: the next batch (on the
 				   first G of a batch); under gfree.lock */
@@ -211,7 +214,6 @@ enum gmp__pstatus {
 };
 
 #define GMP__RUNQ_SIZE 256u
-#define GMP__GOIDCACHE_BATCH 16
 
 struct gmp_p {
 	int32_t id;
@@ -229,9 +231,6 @@ struct gmp_p {
 		uint32_t schedtick, syscalltick;
 		int64_t schedwhen, syscallwhen;
 	} sysmontick;
-
-	/* Task ids handed out without touching sched.goidgen every time. */
-	int64_t goidcache, goidcacheend;
 
 	/* Dead Gs with stacks, for reuse; owner (batches move to and from
 	 * sched.gfree under its lock). */
@@ -363,7 +362,6 @@ typedef struct gmp__sched {
 		int64_t n;
 	} gfree; /* dead Gs with stacks */
 
-	volatile uint64_t goidgen;      /* atomic: last task id handed out */
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
 	volatile uint32_t nthreads;     /* atomic: live runtime threads */
 	volatile uint64_t nhandoffs;    /* atomic: Ps handed to another M */
@@ -393,10 +391,12 @@ typedef struct gmp__sched {
 
 	/* Shutdown: the runtime stops once every task has ended. */
 	volatile uint32_t stopping; /* atomic: Ms must exit, not park */
-	/* gmp_shutdown's drain (runtime.c) sets drain_waiters with a full
-	 * RMW and then sums the task counts; gmp__pidleput makes a full RMW
-	 * and then loads drain_waiters (Dekker): either the drain sees the
-	 * last exit or that P bumps drain_seq (full) and FUTEX_WAKEs it. */
+	/* A wait for no task to be left (wait_no_tasks in runtime.c: the
+	 * drain of gmp_shutdown, and gmp_main once its task called
+	 * gmp_exit) sets drain_waiters with a full RMW and then sums the
+	 * task counts; gmp__pidleput makes a full RMW and then loads
+	 * drain_waiters (Dekker): either the waiter sees the last exit or
+	 * that P bumps drain_seq (full) and FUTEX_WAKEs it. */
 	volatile uint32_t drain_seq;     /* futex word: bumped on a poke */
 	volatile uint32_t drain_waiters; /* atomic: a drain is waiting */
 } gmp__sched_t;
@@ -538,6 +538,7 @@ _Noreturn void gmp__schedule_locked(gmp_m *m);
 void gmp__startlockedm(gmp_m *m, gmp_g *g);
 void gmp__sched_stop(void);
 void gmp__goexit1(void) __attribute__((noreturn));
+void gmp__main_goexit(gmp_g *g);
 uint32_t gmp__cheaprand(gmp_m *m);
 
 /* alloc.c: the one allocator pair, counted (and fault-injectable). */

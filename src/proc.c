@@ -6,9 +6,18 @@
 #include "internal.h"
 #include "runq.h"
 
-/* The last task id handed out. Not part of gmp__sched: ids stay unique
- * across gmp_shutdown/gmp_init cycles for the life of the process. */
-static volatile uint64_t goidgen;
+/* The last task id handed out; every spawn takes the next one here, from
+ * a task or from any thread. Not part of gmp__sched: ids stay unique and
+ * increasing across gmp_shutdown/gmp_init cycles for the life of the
+ * process. One shared counter rather than Go's per-P batches (goidcache),
+ * which made ids unique but not increasing: a task on one P could get a
+ * smaller id than a task spawned before it elsewhere. The counter has a
+ * cache line to itself, so that only spawns on other Ps contend for it,
+ * not whatever the linker would have placed beside it. */
+static struct {
+	volatile uint64_t last;
+	char pad[GMP__CACHELINE - sizeof(uint64_t)];
+} goidgen __attribute__((aligned(GMP__CACHELINE)));
 
 /* The calling thread's M and running G, if it runs a task that is not in a
  * system call; only then may it use its P's queue. */
@@ -56,19 +65,15 @@ static gmp_g *newproc1(gmp_p *p, gmp_fn fn, void *arg)
 	g->saved_errno = 0;
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
-	if (p) {
-		if (p->goidcache == p->goidcacheend) {
-			p->goidcache = (int64_t)gmp__add64_rlx(
-					       &goidgen, GMP__GOIDCACHE_BATCH) +
-				       1;
-			p->goidcacheend = p->goidcache + GMP__GOIDCACHE_BATCH;
-		}
-		g->id = p->goidcache++;
+	/* relaxed: the id orders spawns and publishes nothing. Coherence
+	 * is enough for SPEC §2's "increase": all fetch-adds on goidgen
+	 * form one modification order, which agrees with happens-before,
+	 * so a spawn that happens before another takes the smaller id. */
+	g->id = (int64_t)gmp__add64_rlx(&goidgen.last, 1) + 1;
+	if (p)
 		gmp__store64_rlx(&p->nspawned, p->nspawned + 1);
-	} else {
-		g->id = (int64_t)gmp__add64_rlx(&goidgen, 1) + 1;
+	else
 		gmp__add64_rlx(&gmp__sched.nspawned_nop, 1);
-	}
 	gmp__casgstatus(g, GMP__G_DEAD, GMP__G_RUNNABLE);
 	return g;
 }
@@ -301,8 +306,10 @@ static void goexit0(gmp_g *g)
 	gmp_p *p = m->p;
 	gmp__gfput(p, g);
 	/* release: a reader of the count that sees this exit also sees the
-	 * spawn of g (gmp__tasks_live). A draining gmp_shutdown learns of
-	 * the last exit when this P goes idle (gmp__pidleput). */
+	 * spawn of g (gmp__tasks_live). A thread waiting for no task to be
+	 * left (gmp_shutdown draining, or gmp_main after its task called
+	 * gmp_exit) learns of the last exit when this P goes idle
+	 * (gmp__pidleput). */
 	gmp__store64_rel(&p->nexited, p->nexited + 1);
 	if (locked)
 		gmp__goexit_locked(m); /* the thread goes with it */
@@ -332,6 +339,8 @@ GMP_EXTERN void gmp_exit(void)
 	gmp_m *m = gmp__getm();
 	if (!m || !m->curg)
 		gmp__throw("gmp_exit called outside a task");
+	if (GMP__UNLIKELY(m->curg->mainwait != NULL))
+		gmp__main_goexit(m->curg); /* gmp_main's fn will not return */
 	gmp__goexit1();
 }
 

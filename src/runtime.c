@@ -122,8 +122,18 @@ static int parse_debug(const char *s, gmp__settings *st)
 	return 0;
 }
 
+/* A stack size as given, before rounding: at least 16 KiB, and at most
+ * half the address space, above which the rounding below (and the slot
+ * arithmetic in stack.c) would wrap to a tiny stack. */
+static bool is_valid_stack_size(size_t n)
+{
+	return n >= 16 * 1024 && n <= SIZE_MAX / 2;
+}
+
 /* Builds the settings from cfg, the environment and the defaults; nothing
- * is changed on failure. */
+ * is changed on failure. Every GMP_* variable is checked, by the rules
+ * that would apply were it in effect, even where cfg overrides it: a bad
+ * value is a mistake to report, not to hide behind the config. */
 static int settings_from(const gmp_config *cfg, gmp__settings *st,
 			 int *maxprocs, int *max_threads)
 {
@@ -136,34 +146,35 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 
 	if (c.maxprocs < 0 || c.max_threads < 0)
 		return -EINVAL;
-	if (c.maxprocs == 0 && (v = env("GMP_MAXPROCS"))) {
+	if (c.stack_size != 0 && !is_valid_stack_size(c.stack_size))
+		return -EINVAL;
+
+	if ((v = env("GMP_MAXPROCS"))) {
 		if (parse_int(v, 1, INT_MAX, &n))
 			return -EINVAL;
-		c.maxprocs = (int)n;
+		if (c.maxprocs == 0)
+			c.maxprocs = (int)n;
 	}
 	st->maxprocs_from_user = c.maxprocs > 0;
-	if (c.maxprocs == 0)
-		c.maxprocs = gmp__maxprocs_default(); /* maxprocs.c */
-	if (c.maxprocs > GMP__MAXPROCS_LIMIT)
-		c.maxprocs = GMP__MAXPROCS_LIMIT;
 
-	if (c.max_threads == 0 && (v = env("GMP_MAX_THREADS"))) {
+	if ((v = env("GMP_MAX_THREADS"))) {
 		if (parse_int(v, 1, INT_MAX, &n))
 			return -EINVAL;
-		c.max_threads = (int)n;
+		if (c.max_threads == 0)
+			c.max_threads = (int)n;
 	}
 	if (c.max_threads == 0)
 		c.max_threads = 10000;
 
-	if (c.stack_size == 0 && (v = env("GMP_STACK_SIZE")))
-		if (parse_size(v, &c.stack_size) || c.stack_size == 0)
+	if ((v = env("GMP_STACK_SIZE"))) {
+		size_t sz;
+		if (parse_size(v, &sz) || !is_valid_stack_size(sz))
 			return -EINVAL;
+		if (c.stack_size == 0)
+			c.stack_size = sz;
+	}
 	if (c.stack_size == 0)
 		c.stack_size = 256 * 1024;
-	/* Above half the address space the rounding below (and the slot
-	 * arithmetic in stack.c) would wrap to a tiny stack. */
-	if (c.stack_size < 16 * 1024 || c.stack_size > SIZE_MAX / 2)
-		return -EINVAL;
 	size_t ps = gmp__pagesize();
 	st->stack_size = (c.stack_size + ps - 1) & ~(ps - 1);
 
@@ -192,6 +203,12 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 	if ((v = env("GMP_DEBUG")) && parse_debug(v, st))
 		return -EINVAL;
 
+	/* Last, once everything has been found valid: the default reads
+	 * the affinity mask and the cgroup files. */
+	if (c.maxprocs == 0)
+		c.maxprocs = gmp__maxprocs_default(); /* maxprocs.c */
+	if (c.maxprocs > GMP__MAXPROCS_LIMIT)
+		c.maxprocs = GMP__MAXPROCS_LIMIT;
 	*maxprocs = c.maxprocs;
 	*max_threads = c.max_threads;
 	return 0;
@@ -199,7 +216,7 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 
 /* ---- init and shutdown -------------------------------------------------------- */
 
-GMP_EXTERN int gmp_init(const gmp_config *cfg)
+static int init(const gmp_config *cfg)
 {
 	gmp__settings st;
 	int maxprocs, max_threads;
@@ -239,8 +256,36 @@ GMP_EXTERN int gmp_init(const gmp_config *cfg)
 	return err;
 }
 
-/* Waits until no task is left (see goexit0 for the other side). */
-static void drain(void)
+GMP_EXTERN int gmp_init(const gmp_config *cfg)
+{
+	/* Public calls leave errno alone (gmp.h), but reading the settings
+	 * sets it (strtoll and strtod report overflow only there), and so
+	 * may starting the runtime. This covers every path, including the
+	 * calls that find the runtime running and the implicit start from
+	 * gmp_go. No switch happens inside, so errno is this thread's
+	 * throughout. */
+	int saved = errno;
+	int err = init(cfg);
+	errno = saved;
+	return err;
+}
+
+static int64_t tasks_live(void *unused)
+{
+	(void)unused;
+	return gmp__tasks_live();
+}
+
+/* Waits until no task is left (see goexit0 for the other side), from a
+ * thread that holds no P: gmp_shutdown's drain, and gmp_main once its
+ * task has called gmp_exit. While anyone waits here, every P that goes
+ * idle bumps drain_seq, which is why only these two rare paths wait.
+ * With racing set, the caller does not keep the runtime from being torn
+ * down (gmp_main, while another thread may call gmp_shutdown), so each
+ * count is taken under rt_lock and a runtime that is off counts as
+ * empty. The registration is never undone: a drain ends in teardown
+ * (gmp__sched_start clears it) and gmp_main's wait in an abort. */
+static void wait_no_tasks(bool racing)
 {
 	/* full: Dekker with gmp__pidleput's full RMW-then-load: the last
 	 * task's exit is counted before its P goes idle, so either we see it
@@ -248,7 +293,9 @@ static void drain(void)
 	gmp__add32_full(&gmp__sched.drain_waiters, 1);
 	for (;;) {
 		uint32_t seq = gmp__load32_acq(&gmp__sched.drain_seq);
-		if (gmp__tasks_live() == 0)
+		int64_t live = racing ? gmp__if_running(tasks_live, NULL, 0)
+				      : gmp__tasks_live();
+		if (live == 0)
 			break;
 		gmp__futex_wait(&gmp__sched.drain_seq, seq, -1);
 	}
@@ -267,7 +314,7 @@ GMP_EXTERN int gmp_shutdown(void)
 	gmp__store32_rel(&rt_state, RT_DRAINING);
 	pthread_rwlock_unlock(&rt_lock);
 
-	drain();
+	wait_no_tasks(false); /* api_lock keeps out any other teardown */
 	gmp__sigquit_restore();
 	gmp__signal_restore();
 	/* Users of the runtime's structures from other threads (stats,
@@ -352,18 +399,40 @@ int64_t gmp__go_foreign(gmp_fn fn, void *arg)
 
 /* ---- gmp_main -------------------------------------------------------------- */
 
-struct main_args {
+/* What gmp_main's thread waits for. Its task tells it once, either with
+ * fn's result or that fn called gmp_exit (Go's main calling
+ * runtime.Goexit): then, as Go does, the other tasks go on running, and
+ * when none is left the program dies, since nothing can make fn return
+ * any more. The count of live tasks, and the wait for it to reach zero,
+ * are gmp_shutdown's (wait_no_tasks). */
+struct gmp__main {
 	int (*fn)(void *);
 	void *arg;
 	int result;
+	bool goexited;
 	gmp__note done;
 };
 
 static void main_task(void *p)
 {
-	struct main_args *a = p;
-	a->result = a->fn(a->arg);
+	struct gmp__main *a = p;
+	gmp_g *g = gmp_current();
+	g->mainwait = a; /* for gmp_exit; owner */
+	int r = a->fn(a->arg);
+	g->mainwait = NULL; /* key destructors may still call gmp_exit */
+	a->result = r;
 	gmp__notewakeup(&a->done); /* full barrier publishes result */
+}
+
+/* gmp_exit from gmp_main's task, inside fn: fn will never return. */
+void gmp__main_goexit(gmp_g *g)
+{
+	struct gmp__main *a = g->mainwait;
+	g->mainwait = NULL;
+	a->goexited = true;
+	/* full barrier publishes goexited; a is the waiting thread's again
+	 * once it wakes, so nothing here touches it after this */
+	gmp__notewakeup(&a->done);
 }
 
 GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg)
@@ -376,11 +445,16 @@ GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg)
 			return fn(arg); /* already a task */
 		return -EPERM;          /* scheduler code (an unlock fn) */
 	}
-	struct main_args a = { fn, arg, 0, { 0 } };
+	struct gmp__main a = { fn, arg, 0, false, { 0 } };
 	int64_t id = gmp_go(main_task, &a);
 	if (id < 0)
 		return (int)id;
 	gmp__notesleep(&a.done);
+	if (a.goexited) {
+		wait_no_tasks(true);
+		gmp__throw("no tasks left (gmp_main's function called "
+			   "gmp_exit): deadlock");
+	}
 	return a.result;
 }
 

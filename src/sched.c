@@ -266,8 +266,9 @@ static gmp_g *globrunq_get(gmp_p *p, int64_t max)
 
 /* ---- Ps ----------------------------------------------------------------- */
 
-/* A P goes idle: if gmp_shutdown is waiting for the last task to end, let
- * it count again (drain in runtime.c). Only ever true during shutdown. */
+/* A P goes idle: if a thread is waiting for the last task to end, let it
+ * count again (wait_no_tasks in runtime.c). Only ever true during
+ * gmp_shutdown, or after gmp_main's task called gmp_exit. */
 static void drain_poke(void)
 {
 	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.drain_waiters))) {

@@ -85,10 +85,10 @@ static void test_misuse_bad_config_values(void **s)
 	expect_einval(NULL, "GMP_DEBUG", "randomize");
 	expect_einval(NULL, "GMP_DEBUG", "nosuchkey=1");
 	expect_einval(NULL, "GMP_DEBUG", "schedtrace=-5");
-	/* Not errors: a config value wins over the environment, and counts
+	/* Not errors: a config value wins over a valid variable, and counts
 	 * beyond the limit are clamped. */
 	c = (gmp_config){ .maxprocs = 3 };
-	setenv("GMP_MAXPROCS", "junk", 1);
+	setenv("GMP_MAXPROCS", "2", 1);
 	int r = gmp_init(&c);
 	unsetenv("GMP_MAXPROCS");
 	assert_int_equal(r, 0);
@@ -98,6 +98,36 @@ static void test_misuse_bad_config_values(void **s)
 	assert_int_equal(gmp_init(&c), 0);
 	assert_int_equal(gmp_set_maxprocs(0), 1024);
 	assert_true(gmp_go(nop, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* An unparsable variable is an error even where the config gives the
+ * value it would have set (SPEC §1): it is checked, not skipped. */
+static void test_misuse_bad_env_despite_config(void **s)
+{
+	(void)s;
+	const gmp_config full = { .maxprocs = 2,
+				  .max_threads = 50,
+				  .stack_size = 64 * 1024 };
+	expect_einval(&full, "GMP_MAXPROCS", "junk");
+	expect_einval(&full, "GMP_MAXPROCS", "0");
+	expect_einval(&full, "GMP_MAX_THREADS", "many");
+	expect_einval(&full, "GMP_MAX_THREADS", "-1");
+	expect_einval(&full, "GMP_STACK_SIZE", "64Q");
+	expect_einval(&full, "GMP_STACK_SIZE", "8K");
+	expect_einval(&full, "GMP_STACK_SIZE", "99999999999999999999");
+	expect_einval(&full, "GMP_STACK_GUARD", "sometimes");
+	expect_einval(&full, "GMP_IDLE_THREAD_TIMEOUT", "soon");
+	expect_einval(&full, "GMP_DEBUG", "nosuchkey=1");
+	/* The config alone is fine, and wins over valid variables. */
+	setenv("GMP_MAXPROCS", "1", 1);
+	setenv("GMP_STACK_SIZE", "1M", 1);
+	int r = gmp_init(&full);
+	unsetenv("GMP_MAXPROCS");
+	unsetenv("GMP_STACK_SIZE");
+	assert_int_equal(r, 0);
+	assert_int_equal(gmp_set_maxprocs(0), 2);
+	assert_int_equal(gmp__cfg.stack_size, 64 * 1024);
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
@@ -188,6 +218,90 @@ static void test_misuse_exit_outside_task_aborts(void **s)
 	(void)s;
 	tu_expect_abort(child_exit_outside, NULL,
 			"gmp_exit called outside a task");
+}
+
+/* ---- gmp_exit from gmp_main's function ------------------------------------------ */
+
+/* As Go's main calling runtime.Goexit: the other tasks (and the ending
+ * task's key destructors) run on, new ones too, and once no task is left
+ * the program aborts, since gmp_main can never return fn's result. The
+ * child's tasks write a line each as they end; the abort must come after
+ * all of them. */
+enum { MAIN_EXIT_WORKERS = 4 };
+
+static void say(const char *line)
+{
+	ssize_t unused = write(2, line, strlen(line));
+	(void)unused;
+}
+
+static void main_exit_late(void *arg)
+{
+	(void)arg;
+	gmp_sleep(30 * 1000000);
+	say("late done\n");
+}
+
+static void main_exit_worker(void *arg)
+{
+	uintptr_t k = (uintptr_t)arg;
+	gmp_sleep((int64_t)(k + 1) * 20 * 1000000);
+	if (k == 0)
+		T_ASSERT(gmp_go(main_exit_late, NULL) > 0);
+	say("worker done\n");
+}
+
+static void main_exit_dtor(void *v)
+{
+	(void)v;
+	gmp_sleep(10 * 1000000); /* a switch point on the ending task */
+	say("main dtor done\n");
+}
+
+static int main_exit_fn(void *arg)
+{
+	(void)arg;
+	static gmp_key key;
+	static int one = 1;
+	T_ASSERT(gmp_key_create(&key, main_exit_dtor) == 0);
+	T_ASSERT(gmp_setspecific(key, &one) == 0);
+	for (uintptr_t k = 0; k < MAIN_EXIT_WORKERS; k++)
+		T_ASSERT(gmp_go(main_exit_worker, (void *)k) > 0);
+	gmp_exit();
+}
+
+static void child_main_exit(void *arg)
+{
+	(void)arg;
+	alarm(20); /* a hang fails the test, not the whole CTest run */
+	gmp_config c = { .maxprocs = 2 };
+	T_ASSERT(gmp_init(&c) == 0);
+	gmp_main(main_exit_fn, NULL);
+	say("gmp_main returned\n");
+}
+
+static void test_misuse_main_exit_aborts_when_no_task_left(void **s)
+{
+	(void)s;
+	const char *msg = "gmp: no tasks left (gmp_main's function called "
+			  "gmp_exit): deadlock\n";
+	char err[4096];
+	int status = tu_run_child(child_main_exit, NULL, err, sizeof err);
+	const char *abort_at = strstr(err, msg);
+	int workers = 0;
+	const char *last = err;
+	for (const char *w = err; (w = strstr(w, "worker done")); w++) {
+		workers++;
+		last = w;
+	}
+	const char *late = strstr(err, "late done");
+	const char *dtor = strstr(err, "main dtor done");
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT || !abort_at ||
+	    workers != MAIN_EXIT_WORKERS || last > abort_at || !late ||
+	    late > abort_at || !dtor || dtor > abort_at) {
+		fprintf(stderr, "child status %#x, stderr:\n%s\n", status, err);
+		fail_msg("expected every task to end, then '%s'", msg);
+	}
 }
 
 /* ---- gmp_ready of a task that is not waiting ---------------------------------------- */
@@ -437,9 +551,11 @@ static void test_misuse_keys_run_out(void **s)
 
 GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_bad_config_values),
+	      cmocka_unit_test(test_misuse_bad_env_despite_config),
 	      cmocka_unit_test(test_misuse_init_from_task_while_draining),
 	      cmocka_unit_test(test_misuse_park_in_unlock_function_aborts),
 	      cmocka_unit_test(test_misuse_exit_outside_task_aborts),
+	      cmocka_unit_test(test_misuse_main_exit_aborts_when_no_task_left),
 	      cmocka_unit_test(test_misuse_ready_of_dead_task_aborts),
 	      cmocka_unit_test(test_misuse_ready_of_runnable_task_aborts),
 	      cmocka_unit_test(test_misuse_ready_of_null_aborts),

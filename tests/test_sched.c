@@ -424,6 +424,32 @@ static void test_sched_main_returns_result(void **s)
 	gmp_yield(); /* outside a task: nothing */
 }
 
+/* fn returned, so gmp_main returns its result, even though a key
+ * destructor then ends the task with gmp_exit (that is no longer fn's
+ * gmp_exit). */
+static void exit_in_dtor(void *v)
+{
+	(void)v;
+	gmp_exit();
+}
+
+static int main_with_exiting_dtor(void *arg)
+{
+	(void)arg;
+	static gmp_key key;
+	static int one = 1;
+	T_ASSERT(gmp_key_create(&key, exit_in_dtor) == 0);
+	T_ASSERT(gmp_setspecific(key, &one) == 0);
+	return 7;
+}
+
+static void test_sched_main_returns_result_though_dtor_exits(void **s)
+{
+	(void)s;
+	assert_int_equal(gmp_main(main_with_exiting_dtor, NULL), 7);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 static atomic_llong ids[1000];
 
 static void note_id(void *arg)
@@ -448,6 +474,69 @@ static void test_sched_ids_unique_and_positive(void **s)
 				assert_true(atomic_load(&ids[i]) !=
 					    atomic_load(&ids[j]));
 	}
+}
+
+/* Ids increase in spawn order, whoever spawns (SPEC §2): tasks on several
+ * Ps and threads outside the runtime take turns, passing the last id
+ * round a ring of channels, so each spawn happens after the one before. */
+enum { ID_RING = 8, ID_ROUNDS = 200 };
+
+static gmp_chan *id_ring[ID_RING];
+
+static void id_nop(void *arg)
+{
+	(void)arg;
+}
+
+static void id_turns(uintptr_t me)
+{
+	for (int r = 0; r < ID_ROUNDS; r++) {
+		int64_t last;
+		T_ASSERT(gmp_chan_recv(id_ring[me], &last) == 0);
+		int64_t id = gmp_go(id_nop, NULL);
+		if (id <= last) {
+			fprintf(stderr,
+				"round %d, turn %u: id %lld after %lld\n", r,
+				(unsigned)me, (long long)id, (long long)last);
+			T_ASSERT(id > last);
+		}
+		T_ASSERT(gmp_chan_send(id_ring[(me + 1) % ID_RING], &id) == 0);
+	}
+}
+
+static void id_task(void *arg)
+{
+	id_turns((uintptr_t)arg);
+}
+
+static void *id_thread(void *arg)
+{
+	id_turns((uintptr_t)arg);
+	return NULL;
+}
+
+static void test_sched_ids_increase_across_ps_and_threads(void **s)
+{
+	(void)s;
+	tu_init(4);
+	for (int i = 0; i < ID_RING; i++)
+		assert_non_null(id_ring[i] = gmp_chan_new(sizeof(int64_t), 1));
+	pthread_t t[ID_RING];
+	for (uintptr_t i = 0; i < ID_RING; i++) {
+		if (i % 2)
+			assert_int_equal(pthread_create(&t[i], NULL, id_thread,
+							(void *)i),
+					 0);
+		else
+			assert_true(gmp_go(id_task, (void *)i) > 0);
+	}
+	int64_t zero = 0;
+	assert_int_equal(gmp_chan_send(id_ring[0], &zero), 0);
+	for (int i = 1; i < ID_RING; i += 2)
+		pthread_join(t[i], NULL);
+	assert_int_equal(gmp_shutdown(), 0);
+	for (int i = 0; i < ID_RING; i++)
+		gmp_chan_free(id_ring[i]);
 }
 
 /* ---- gmp_exit and task-local keys ------------------------------------------- */
@@ -593,6 +682,67 @@ static void test_sched_bad_input_returns_errors(void **s)
 	gmp_shutdown();
 }
 
+/* gmp_init leaves errno alone (gmp.h), though parsing GMP_* variables
+ * uses it: when it starts the runtime, when it finds it running, from a
+ * task, on failure, and when gmp_go starts the runtime. */
+static void init_in_task(void *arg)
+{
+	errno = 77;
+	int r = gmp_init(NULL);
+	int e = errno;
+	T_ASSERT(r == 0);
+	*(int *)arg = e;
+}
+
+static void errno_nop(void *arg)
+{
+	(void)arg;
+}
+
+static void test_sched_init_leaves_errno_alone(void **s)
+{
+	(void)s;
+	setenv("GMP_MAXPROCS", "2", 1);
+	setenv("GMP_MAX_THREADS", "100", 1);
+	setenv("GMP_STACK_SIZE", "64K", 1);
+	setenv("GMP_IDLE_THREAD_TIMEOUT", "5", 1);
+	setenv("GMP_DEBUG", "randomize=0", 1);
+	int r, e;
+	errno = 1234;
+	r = gmp_init(NULL);
+	e = errno;
+	assert_int_equal(r, 0);
+	assert_int_equal(e, 1234);
+	errno = 1234;
+	r = gmp_init(NULL); /* running: no change */
+	e = errno;
+	assert_int_equal(r, 0);
+	assert_int_equal(e, 1234);
+	int in_task = 0;
+	assert_true(gmp_go(init_in_task, &in_task) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(in_task, 77);
+
+	errno = 1234;
+	int64_t id = gmp_go(errno_nop, NULL); /* starts the runtime */
+	e = errno;
+	assert_true(id > 0);
+	assert_int_equal(e, 1234);
+	assert_int_equal(gmp_shutdown(), 0);
+
+	setenv("GMP_MAXPROCS", "99999999999999999999", 1); /* ERANGE */
+	errno = 1234;
+	r = gmp_init(NULL);
+	e = errno;
+	assert_int_equal(r, -EINVAL);
+	assert_int_equal(e, 1234);
+	unsetenv("GMP_MAXPROCS");
+	unsetenv("GMP_MAX_THREADS");
+	unsetenv("GMP_STACK_SIZE");
+	unsetenv("GMP_IDLE_THREAD_TIMEOUT");
+	unsetenv("GMP_DEBUG");
+}
+
 static void ready_self(void *arg)
 {
 	(void)arg;
@@ -653,11 +803,14 @@ GMP_TEST_MAIN(cmocka_unit_test(test_sched_million_tasks_maxprocs_1),
 	      cmocka_unit_test(test_sched_go_from_foreign_threads),
 	      cmocka_unit_test(test_sched_work_spreads_over_two_ps),
 	      cmocka_unit_test(test_sched_main_returns_result),
+	      cmocka_unit_test(test_sched_main_returns_result_though_dtor_exits),
 	      cmocka_unit_test(test_sched_ids_unique_and_positive),
+	      cmocka_unit_test(test_sched_ids_increase_across_ps_and_threads),
 	      cmocka_unit_test(test_sched_keys_and_exit),
 	      cmocka_unit_test(test_sched_set_maxprocs_while_running),
 	      cmocka_unit_test(test_sched_shutdown_restart_100_times),
 	      cmocka_unit_test(test_sched_bad_input_returns_errors),
+	      cmocka_unit_test(test_sched_init_leaves_errno_alone),
 	      cmocka_unit_test(test_sched_ready_of_running_task_aborts),
 	      cmocka_unit_test(test_sched_park_outside_task_aborts),
 	      cmocka_unit_test(test_sched_shutdown_from_task_eperm))
