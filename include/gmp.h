@@ -271,9 +271,12 @@ GMP_EXTERN int gmp_set_max_threads(int n);
 
 /* Sets the number of Ps to n and returns the previous number; n <= 0 only
  * asks. Takes effect at once for growth; when shrinking, each P beyond n
- * stops at its next switch point and its queued tasks move to the global
- * queue. Starts the runtime with defaults if it is not running. Any
- * thread; never switches. Values above 1024 are clamped.
+ * stops at its task's next switch point (sysmon asks it to yield at once,
+ * and takes the P from a task in a syscall) and its queued tasks and
+ * timers move to the Ps that stay; until then other Ps steal its queue
+ * and run its timers, so nothing waits for it. Starts the runtime with
+ * defaults if it is not running. Any thread; never switches. Values above
+ * 1024 are clamped.
  *
  * By default the number of Ps follows the CPUs the process may use (its
  * affinity mask and cgroup CPU quota, re-read about once a second); a
