@@ -1,5 +1,23 @@
 /* Tasks as objects: the status helper, allocation, the free lists that
- * recycle dead Gs with their stacks, and task-local keys. */
+ * recycle dead Gs with their stacks, the sweeps that trim the stacks left
+ * in those lists, and task-local keys.
+ *
+ * Dead Gs are cached as Go caches them: up to 64 on each P (owner only),
+ * the rest on the global list in batches (gfree.lock). A task that went
+ * deep gives its stack's pages back as it ends (goexit0, stack.c); the
+ * sweeps catch what that check missed. Every second sysmon begins a pass:
+ * it bumps sched.gfsweepgen, so that each running P moves its cached Gs to
+ * the global list at its next schedule_slow (at most 61 rounds away); it
+ * moves those of idle Ps itself, under sched.lock, which owns idle Ps;
+ * then it takes the global list and gives it back batch by batch, looking
+ * at each G once (sweep_g). A G that no task used since the previous pass
+ * gets its stack trimmed. While the pass holds a batch, nobody else can
+ * take that G, so no task can be running on the stack it trims.
+ *
+ * Why not trim when a P moves a batch of 32 to the global list? That
+ * happens every 32 exits under a spawn-heavy load, whose Gs are reused at
+ * once: a system call per G there would triple the cost of spawn_join, for
+ * stacks that are mostly shallow and about to be reused anyway. */
 #include <string.h>
 
 #include "fiber.h"
@@ -96,6 +114,7 @@ gmp_g *gmp__malg(void)
 		return NULL;
 	gmp_g *g = memset(mem, 0, sizeof *g); /* as calloc would */
 	g->stack = st;
+	gmp__stack_new_g(g);
 	gmp__store32_rlx(&g->status, GMP__G_IDLE); /* racy readers: sysmon */
 	gmp__casgstatus(g, GMP__G_IDLE, GMP__G_DEAD);
 	gmp__lock(&gmp__allg_lock);
@@ -198,7 +217,8 @@ gmp_g *gmp__gfget(gmp_p *p)
 	return g;
 }
 
-/* Moves all of p's dead Gs to the global list (p is going away). */
+/* Moves all of p's dead Gs to the global list (p is going away, or a sweep
+ * asked for them). */
 void gmp__gfpurge(gmp_p *p)
 {
 	if (p->gfree)
@@ -224,6 +244,82 @@ void gmp__gfree_all(void)
 	gmp__allg_n = 0;
 	gmp__sched.gfree.list = NULL;
 	gmp__sched.gfree.n = 0;
+	gmp__sched.gfree.sweep = NULL;
+	gmp__sched.gfree.sweepwhen = 0;
+}
+
+/* ---- sweeps: trimming the stacks that sat in the caches ------------------ */
+
+enum {
+	SWEEP_PERIOD_NS = 1000 * 1000 * 1000,
+	SWEEP_SLICE_NS = 200 * 1000, /* of sysmon's time per call */
+};
+
+/* One G of a sweep's pass, held by the sweep. */
+static void sweep_g(gmp_g *g)
+{
+	if (g->stkstate == GMP__STK_USED)
+		g->stkstate = GMP__STK_IDLE; /* may be reused soon */
+	else if (g->stkstate == GMP__STK_IDLE)
+		gmp__stack_trim_g(g, false); /* unused for a whole period */
+}
+
+/* A new pass: every cached G goes through the global list. */
+static void sweep_begin(void)
+{
+	/* Running Ps move theirs at their next schedule_slow; idle Ps are
+	 * sched.lock's, so we move theirs. */
+	uint32_t gen = gmp__add32_rlx(&gmp__sched.gfsweepgen, 1) + 1;
+	gmp__lock(&gmp__sched.lock);
+	for (gmp_p *p = gmp__sched.pidle; p; p = p->link) {
+		gmp__gfpurge(p);
+		p->gfsweepgen = gen;
+	}
+	gmp__unlock(&gmp__sched.lock);
+	gmp__lock(&gmp__sched.gfree.lock);
+	gmp__sched.gfree.sweep = gmp__sched.gfree.list;
+	gmp__storep_rlx(&gmp__sched.gfree.list, NULL);
+	gmp__sched.gfree.n = 0;
+	gmp__unlock(&gmp__sched.gfree.lock);
+}
+
+/* sysmon, at every round: about once a second, a pass over the dead Gs
+ * in the caches (the file comment of stack.c says why). A pass takes the
+ * global list and gives it back a batch at a time, in slices of at most
+ * SWEEP_SLICE_NS per call, so that a long list neither stops sysmon nor
+ * keeps the batches from spawners for long. Returns whether the pass has
+ * more to do (sysmon must not sleep deeply then). */
+bool gmp__gfree_sweep(int64_t now)
+{
+	if (!gmp__sched.gfree.sweep) {
+		if (gmp__sched.gfree.sweepwhen == 0)
+			gmp__sched.gfree.sweepwhen = now;
+		if (now - gmp__sched.gfree.sweepwhen < SWEEP_PERIOD_NS)
+			return false;
+		gmp__sched.gfree.sweepwhen = now;
+		sweep_begin();
+	}
+	while (gmp__sched.gfree.sweep) {
+		gmp_g *b = gmp__sched.gfree.sweep;
+		gmp__sched.gfree.sweep = b->gfreebatch;
+		for (gmp_g *g = b; g; g = g->schedlink)
+			sweep_g(g);
+		gfree_push_batch(b, b->gfreen);
+		if (gmp__nanotime() - now >= SWEEP_SLICE_NS)
+			break;
+	}
+	return gmp__sched.gfree.sweep != NULL;
+}
+
+/* sysmon is stopping: give back what its pass still holds. */
+void gmp__gfree_sweep_flush(void)
+{
+	while (gmp__sched.gfree.sweep) {
+		gmp_g *b = gmp__sched.gfree.sweep;
+		gmp__sched.gfree.sweep = b->gfreebatch;
+		gfree_push_batch(b, b->gfreen);
+	}
+	gmp__sched.gfree.sweepwhen = 0;
 }
 
 /* ---- task-local keys ---------------------------------------------------- */

@@ -129,10 +129,16 @@ struct gmp_g {
 	gmp_m *lastm;      /* racy: the M it ran on last (for dumps) */
 	gmp_m *lockedm;    /* M this G is locked to (LockOSThread); owner */
 	volatile bool preempt; /* atomic: sysmon asks it to yield */
+	uint8_t stkstate;      /* GMP__STK_*: what trimming knows of the stack;
+			     whoever holds the G (stack.c) */
 	int saved_errno;       /* errno across switch points; owner */
-	void **keys;     /* task-local values, gmp_key.id-indexed; owner */
-	uint32_t nkeys;  /* capacity of keys[] */
-	void *param;     /* passed by a waker (channels, semaphores) */
+	void **keys;    /* task-local values, gmp_key.id-indexed; owner */
+	uint32_t nkeys; /* capacity of keys[] */
+	void *param;    /* passed by a waker (channels, semaphores) */
+	/* How deep the running task went (stack.c): the lowest sp seen at
+	 * its switch points, and the address of the canary word (0: none).
+	 * Owner, and the holder of the dead G. */
+	uintptr_t stklow, stkcanary;
 	gmp_g *allglink; /* all-G list, under gmp__allg_lock */
 	/* Sanitizer and Valgrind state for this G's stack (src/fiber.h). */
 	void *asan_fake_stack;
@@ -236,6 +242,7 @@ struct gmp_p {
 	 * sched.gfree under its lock). */
 	gmp_g *gfree;
 	int32_t ngfree;
+	uint32_t gfsweepgen; /* the last sched.gfsweepgen acted on; owner */
 
 	/* Timers (timer.c): any thread may stop one, so under their lock. */
 	gmp__timers timers;
@@ -360,7 +367,14 @@ typedef struct gmp__sched {
 					  schedlink, linked by gfreebatch;
 					  written under lock, peeked racily */
 		int64_t n;
+		/* sysmon's sweep (g.c): the batches it took from list
+		 * and has yet to look at, and when its pass began. */
+		gmp_g *sweep;
+		int64_t sweepwhen;
 	} gfree; /* dead Gs with stacks */
+	/* atomic: bumped by sysmon when it sweeps the free lists (g.c);
+	 * a P that sees it change moves its dead Gs to gfree. */
+	volatile uint32_t gfsweepgen;
 
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
 	volatile uint32_t nthreads;     /* atomic: live runtime threads */
@@ -438,6 +452,8 @@ extern int64_t gmp__allg_n; /* Gs made or being made; allg_lock */
 gmp_g *gmp__gfget(gmp_p *p);
 void gmp__gfput(gmp_p *p, gmp_g *g);
 void gmp__gfpurge(gmp_p *p);
+bool gmp__gfree_sweep(int64_t now);
+void gmp__gfree_sweep_flush(void);
 gmp_g *gmp__malg(void);
 void gmp__gfree_all(void);
 void gmp__keys_destroy(gmp_g *g);
@@ -549,10 +565,42 @@ void gmp__free(void *p);
 int64_t gmp__alloc_live(void);
 
 /* stack.c */
+
+/* The top of every stack that trimming leaves committed (see stack.c):
+ * GMP__STACK_KEEP rounded up to whole pages, at most the whole stack. Set
+ * by gmp_init. */
+#define GMP__STACK_KEEP ((size_t)16 * 1024)
+extern size_t gmp__stack_keep;
+
+/* What trimming knows of a G's stack (g->stkstate; stack.c, g.c). */
+enum {
+	GMP__STK_USED = 0,    /* a task ran on it since it was last trimmed */
+	GMP__STK_IDLE = 1,    /* a sweep found it dead in a cache, untrimmed */
+	GMP__STK_TRIMMED = 2, /* nothing below the kept top is committed */
+};
+
+/* The canary word holds this, xor its own address. */
+#define GMP__STACK_CANARY ((uintptr_t)0x5ca1ab1e0ddba11ULL)
+
+/* Whether the task that just ended on g may have committed stack pages
+ * below the kept top: it switched with its sp below the mark, or it wrote
+ * over the canary. On g0, with g dead. Not instrumented by ASan: the
+ * canary may lie in the dead task's poisoned frames. */
+static inline __attribute__((no_sanitize_address)) bool
+gmp__stack_went_deep(const gmp_g *g)
+{
+	uintptr_t c = g->stkcanary;
+	return g->stklow < g->stack.hi - gmp__stack_keep ||
+	       (c && *(const volatile uintptr_t *)c != (GMP__STACK_CANARY ^ c));
+}
+
 void gmp__stack_init(void);
 int gmp__stack_alloc(gmp__stack *s, void **gmem);
 void gmp__stack_forget(gmp__stack *s);
 void gmp__stack_trim(gmp__stack *s, size_t keep);
+void gmp__stack_new_g(gmp_g *g);
+void gmp__stack_trim_g(gmp_g *g, bool at_exit);
+void gmp__stack_trims(uint64_t *at_exit, uint64_t *swept);
 uint32_t gmp__stack_valgrind_register(uintptr_t lo, uintptr_t hi);
 void gmp__stack_valgrind_deregister(uint32_t id);
 bool gmp__stack_guard_hit(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);

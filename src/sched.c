@@ -1228,6 +1228,13 @@ top:;
 	}
 	if (m->spinning && !gmp__runq_empty(p))
 		gmp__throw("schedule: spinning with local work");
+	uint32_t gen = gmp__load32_rlx(&gmp__sched.gfsweepgen);
+	if (GMP__UNLIKELY(p->gfsweepgen != gen)) {
+		/* sysmon sweeps the free lists: ours go to the global one,
+		 * where it looks (g.c). */
+		p->gfsweepgen = gen;
+		gmp__gfpurge(p);
+	}
 
 	bool inherit;
 	gmp_g *g = findrunnable(m, &inherit);

@@ -188,6 +188,7 @@ static void *sysmon_main(void *arg)
 	 * at 20 µs rather than 27, and a blocked syscall's P is retaken on
 	 * the second look, so the period is most of a handoff's latency. */
 	int64_t overshoot = 0;
+	bool sweeping = false; /* a pass over the free lists is under way */
 
 	while (!gmp__load32_acq(&sm.stop)) {
 		if (idle == 0)
@@ -215,7 +216,7 @@ static void *sysmon_main(void *arg)
 			overshoot = (3 * overshoot + over) / 4;
 		}
 
-		if (trace_ns <= 0 &&
+		if (trace_ns <= 0 && !sweeping &&
 		    gmp__load32_rlx(&gmp__sched.npidle) ==
 			    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
 		    !retiring_held()) {
@@ -266,12 +267,14 @@ static void *sysmon_main(void *arg)
 			idle++;
 
 		gmp__maxprocs_update(now); /* about once a second */
+		sweeping = gmp__gfree_sweep(now);
 
 		if (trace_ns > 0 && lasttrace + trace_ns <= now) {
 			lasttrace = now;
 			schedtrace(now, start);
 		}
 	}
+	gmp__gfree_sweep_flush();
 	return NULL;
 }
 
