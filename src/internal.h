@@ -333,6 +333,13 @@ typedef struct gmp__grq {
  */
 #define GMP__MAXPROCS_LIMIT 1024
 
+/* A list of batches of dead Gs (sched.gfree; g.c). head is written under
+ * gfree.lock and peeked racily by gfget; n counts the Gs, under the lock. */
+typedef struct gmp__gfbatches {
+	gmp_g *volatile head;
+	int64_t n;
+} gmp__gfbatches;
+
 typedef struct gmp__sched {
 	gmp__mutex lock;
 	gmp__mutex mexit_lock; /* an M's thread stays alive while held */
@@ -361,19 +368,26 @@ typedef struct gmp__sched {
 	volatile uint64_t runqsize; /* atomic mirror of runq.n for lock-free
 				       emptiness checks; written under lock */
 
+	/* Dead Gs with stacks, in batches, each a chain on schedlink,
+	 * linked by gfreebatch, aged by sysmon's sweep (g.c says how). */
 	struct {
 		gmp__mutex lock;
-		gmp_g *volatile list; /* batches of dead Gs, each a chain on
-					  schedlink, linked by gfreebatch;
-					  written under lock, peeked racily */
-		int64_t n;
-		/* sysmon's sweep (g.c): the batches it took from list
-		 * and has yet to look at, and when its pass began. */
-		gmp_g *sweep;
-		int64_t sweepwhen;
-	} gfree; /* dead Gs with stacks */
-	/* atomic: bumped by sysmon when it sweeps the free lists (g.c);
-	 * a P that sees it change moves its dead Gs to gfree. */
+		gmp__gfbatches young; /* where Ps put theirs; lock */
+		gmp__gfbatches old;   /* young at the last rotation; lock */
+		gmp__gfbatches clean; /* every G in them TRIMMED; lock */
+		/* The sweep's clock: sysmon only (cleared with the rest of
+		 * sched at init, fork and shutdown). */
+		int64_t rotwhen;   /* the last rotation (0: none yet) */
+		int64_t slicewhen; /* the last slice of aging out old */
+		/* atomic (relaxed), written by sysmon only; read by tests:
+		 * whether it is aging out old, and how many Gs it has aged
+		 * out (moved from old to clean) so far. */
+		volatile uint32_t aging;
+		volatile uint64_t naged;
+	} gfree;
+	/* atomic: bumped by sysmon as it rotates the free lists (g.c); a
+	 * running P that sees it change moves its dead Gs to gfree.young
+	 * (schedule_slow), so that they age like the rest. */
 	volatile uint32_t gfsweepgen;
 
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
@@ -452,8 +466,13 @@ extern int64_t gmp__allg_n; /* Gs made or being made; allg_lock */
 gmp_g *gmp__gfget(gmp_p *p);
 void gmp__gfput(gmp_p *p, gmp_g *g);
 void gmp__gfpurge(gmp_p *p);
-bool gmp__gfree_sweep(int64_t now);
-void gmp__gfree_sweep_flush(void);
+int64_t gmp__gfree_sweep(int64_t now);
+typedef struct gmp__gfree_stats {
+	int64_t young, old, clean; /* Gs in each list */
+	uint64_t aged;             /* Gs aged out of old so far */
+	bool aging;                /* sysmon is aging out old */
+} gmp__gfree_stats;
+void gmp__gfree_stats_get(gmp__gfree_stats *s);
 gmp_g *gmp__malg(void);
 void gmp__gfree_all(void);
 void gmp__keys_destroy(gmp_g *g);
@@ -575,8 +594,7 @@ extern size_t gmp__stack_keep;
 /* What trimming knows of a G's stack (g->stkstate; stack.c, g.c). */
 enum {
 	GMP__STK_USED = 0,    /* a task ran on it since it was last trimmed */
-	GMP__STK_IDLE = 1,    /* a sweep found it dead in a cache, untrimmed */
-	GMP__STK_TRIMMED = 2, /* nothing below the kept top is committed */
+	GMP__STK_TRIMMED = 1, /* nothing below the kept top is committed */
 };
 
 /* The canary word holds this, xor its own address. */

@@ -1230,8 +1230,8 @@ top:;
 		gmp__throw("schedule: spinning with local work");
 	uint32_t gen = gmp__load32_rlx(&gmp__sched.gfsweepgen);
 	if (GMP__UNLIKELY(p->gfsweepgen != gen)) {
-		/* sysmon sweeps the free lists: ours go to the global one,
-		 * where it looks (g.c). */
+		/* sysmon rotated the free lists: our dead Gs go to the
+		 * global one, to age with the rest (g.c). */
 		p->gfsweepgen = gen;
 		gmp__gfpurge(p);
 	}

@@ -75,18 +75,22 @@
  * next switch point. A canary in every page would catch more but commit
  * every page it guards; mincore(2) or a trim at every exit would be exact
  * but cost a system call per task. So misses are caught by a sweep
- * instead (g.c): about once a second sysmon moves every cached dead G
- * through the global free list, and trims those that sat there, unused,
- * for a whole period (g->stkstate: USED when a task starts, IDLE when a
- * sweep has seen it dead, TRIMMED after a trim). A stack missed at exit
- * thus gives its pages back within a few seconds, a G that is reused all
- * the time is never trimmed by a sweep, and each G costs a sweep at most
- * one system call per task it hosts. A sweep's trim leaves the canary
- * where it was, since moving it would commit a page.
+ * instead (g.c): sysmon ages the global free list in generations, and a
+ * G that sat in it a whole period with nobody taking it has its stack
+ * trimmed, unless it is TRIMMED already (g->stkstate: USED when a task
+ * starts on it, TRIMMED after a trim, or for a new G). A stack missed at
+ * exit thus gives its pages back within two or three seconds; a G reused
+ * all the time is never trimmed by the sweep; and each G costs the sweep
+ * at most one system call per time it is freed and left unused, which
+ * for a shallow stack (nothing to give back) is the price of not knowing.
+ * The sweep spends at most 5% of a CPU, so a burst of a million tasks is
+ * aged out over some seconds, and nothing once all is trimmed. A sweep's
+ * trim leaves the canary where it was, since moving it would commit a
+ * page.
  *
  * Nothing is trimmed while a task runs on the stack: only dead Gs, by
- * their holder (the M ending the task, or the sweep, which holds the
- * batches it took from the list). The G itself lies outside [lo, hi) and
+ * their holder (the M ending the task, or the sweep, which holds the one
+ * batch it took from the list while it trims it). The G itself lies outside [lo, hi) and
  * is never trimmed. The sanitizers and Valgrind see nothing new: the
  * canary is read and written without ASan's checks (it may lie in a dead
  * task's poisoned frames, which gmp__fiber_stack_reset clears before the

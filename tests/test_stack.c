@@ -547,9 +547,11 @@ static void test_stack_trim_task_parked_deep_as_it_ends(void **s)
 	deep_at_exit(1);
 }
 
-/* The probe's tasks give no sign at exit; a sweep finds their stacks in
- * the cache, and the pages go back within a few seconds: two sweeps, one
- * a second. Waits up to 60 s (sanitizers and qemu-user are slow). */
+/* The probe's tasks give no sign at exit; the sweep finds their stacks
+ * aged in the free list, and the pages go back within about three
+ * seconds: a rotation moves the idle P's cache to old, and the next one,
+ * a second later, ages it out. Waits up to 60 s (sanitizers and qemu-user
+ * are slow). */
 static int deep_sweep_main(void *arg)
 {
 	(void)arg;
@@ -560,6 +562,7 @@ static int deep_sweep_main(void *arg)
 	print_message("%ld pages below the kept tops after the tasks "
 		      "ended\n",
 		      committed);
+	int64_t start = gmp_nanotime();
 	for (int t = 0; t < 600; t++) {
 		committed = 0;
 		for (long i = 0; i < DEEP_TASKS; i++)
@@ -568,6 +571,8 @@ static int deep_sweep_main(void *arg)
 			break;
 		gmp_sleep(100 * 1000 * 1000);
 	}
+	print_message("given back after %.1f s\n",
+		      (double)(gmp_nanotime() - start) / 1e9);
 	T_ASSERT(committed == 0);
 	return 0;
 }
@@ -612,6 +617,146 @@ static void test_stack_trim_spares_shallow_tasks(void **s)
 	(void)s;
 	init_with(1, 0);
 	assert_int_equal(gmp_main(shallow_main, NULL), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* ---- the sweep's cost ------------------------------------------------------- */
+
+/* Fewer under the sanitizers (gmp_test_util.h says why). */
+#define BURST_TASKS TU_SCALE(20000)
+#define CHURN_WAVE TU_SCALE(4000)
+
+static gmp_chan *burst_gate;
+static gmp_wg burst_wg;
+
+static void burst_task(void *arg)
+{
+	(void)arg;
+	T_ASSERT(gmp_chan_recv(burst_gate, NULL) == -EPIPE);
+	gmp_wg_done(&burst_wg);
+}
+
+/* n tasks alive at once (each parks at the gate), then all ended. */
+static void burst(long n)
+{
+	burst_gate = gmp_chan_new(0, 0);
+	T_ASSERT(burst_gate != NULL);
+	gmp_wg_add(&burst_wg, n);
+	for (long i = 0; i < n; i++)
+		T_ASSERT(gmp_go(burst_task, NULL) > 0);
+	gmp_chan_close(burst_gate);
+	gmp_wg_wait(&burst_wg);
+	gmp_chan_free(burst_gate);
+}
+
+static int64_t allg_count(void)
+{
+	gmp__lock(&gmp__allg_lock);
+	int64_t n = gmp__allg_n;
+	gmp__unlock(&gmp__allg_lock);
+	return n;
+}
+
+static uint64_t trims_swept(void)
+{
+	uint64_t e, s;
+	gmp__stack_trims(&e, &s);
+	return s;
+}
+
+/* After a burst, an idle program's sweep ages every G out once and then
+ * does nothing: no G aged, no trim, sysmon in its deep sleep, for 3 s
+ * (three periods) in a row. A sweep that walked the lists every period,
+ * or aged the same Gs over and over, never gets there. We watch from a
+ * blocking call (our P handed off), so that every P is idle and sysmon
+ * may sleep deeply: a task that woke to look would wake it. Waits up to
+ * 60 s. */
+static int burst_idle_main(void *arg)
+{
+	(void)arg;
+	gmp__gfree_stats st;
+	gmp__gfree_stats_get(&st);
+	uint64_t aged0 = st.aged, trims0 = trims_swept();
+	burst(BURST_TASKS);
+	gmp_enter_syscall_block();
+	int64_t start = tu_now_ns(), quiet_since = start;
+	uint64_t last_aged = st.aged, last_trims = trims0;
+	bool quiet = false;
+	for (int t = 0; t < 600 && !quiet; t++) {
+		usleep(100 * 1000);
+		gmp__gfree_stats_get(&st);
+		uint64_t trims = trims_swept();
+		int64_t now = tu_now_ns();
+		if (st.aged != last_aged || trims != last_trims || st.aging ||
+		    st.old || st.young ||
+		    !gmp__load32_rlx(&gmp__sched.sysmonwait)) {
+			quiet_since = now;
+			last_aged = st.aged;
+			last_trims = trims;
+		}
+		quiet = now - quiet_since >= 3000 * 1000 * 1000LL;
+	}
+	gmp_exit_syscall();
+	int64_t allg = allg_count();
+	print_message("quiet %.1f s after the burst: %llu Gs aged out, "
+		      "%llu trimmed, of %lld; %lld in clean\n",
+		      (double)(quiet_since - start) / 1e9,
+		      (unsigned long long)(st.aged - aged0),
+		      (unsigned long long)(last_trims - trims0),
+		      (long long)allg, (long long)st.clean);
+	T_ASSERT(quiet);
+	/* Each dead G aged out once, and all are in clean now (but ours,
+	 * which runs). */
+	T_ASSERT(st.aged - aged0 >= BURST_TASKS);
+	T_ASSERT(st.aged - aged0 <= (uint64_t)allg);
+	T_ASSERT(last_trims - trims0 <= (uint64_t)allg);
+	T_ASSERT(st.clean == allg - 1);
+	return 0;
+}
+
+static void test_stack_sweep_settles_when_idle(void **s)
+{
+	(void)s;
+	init_with(2, 0);
+	assert_int_equal(gmp_main(burst_idle_main, NULL), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* Waves of CHURN_WAVE tasks alive at once, for six sweep periods: every
+ * wave finds the Gs of the last one in the free lists, whatever the
+ * sweep is doing, and makes almost no new ones. Once the first wave has
+ * made its Gs, the most that can be out of the spawner's reach is what
+ * the other P caches (64) and its own cache's next batch (64), plus the
+ * one batch (32) the sweep holds while it trims: 160. A sweep that took
+ * the whole list while it walked it made spawners allocate hundreds more
+ * at every pass. */
+static int churn_main(void *arg)
+{
+	(void)arg;
+	int64_t first = 0, most = 0, start = gmp_nanotime();
+	int waves = 0;
+	uint64_t trims0 = trims_swept();
+	while (gmp_nanotime() - start < 6000 * 1000 * 1000LL) {
+		burst(CHURN_WAVE);
+		int64_t n = allg_count();
+		if (waves++ == 0)
+			first = n;
+		if (n > most)
+			most = n;
+	}
+	print_message("%d waves: %lld Gs after the first, at most %lld; "
+		      "%llu trimmed by the sweep\n",
+		      waves, (long long)first, (long long)most,
+		      (unsigned long long)(trims_swept() - trims0));
+	T_ASSERT(most <= first + 160);
+	return 0;
+}
+
+static void test_stack_sweep_leaves_spawners_their_gs(void **s)
+{
+	(void)s;
+	init_with(2, 0);
+	assert_int_equal(gmp_main(churn_main, NULL), 0);
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
@@ -747,6 +892,8 @@ GMP_TEST_MAIN(cmocka_unit_test(test_stack_layout),
 	      cmocka_unit_test(test_stack_trim_task_parked_deep_as_it_ends),
 	      cmocka_unit_test(test_stack_trim_sweep_catches_sparse_deep_tasks),
 	      cmocka_unit_test(test_stack_trim_spares_shallow_tasks),
+	      cmocka_unit_test(test_stack_sweep_settles_when_idle),
+	      cmocka_unit_test(test_stack_sweep_leaves_spawners_their_gs),
 	      cmocka_unit_test(test_stack_fault_stack_enomem),
 	      cmocka_unit_test(test_stack_fault_alloc),
 	      cmocka_unit_test(test_stack_100k_parked),
