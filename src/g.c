@@ -165,7 +165,7 @@ enum { GFREE_MAX = 64, GFREE_BATCH = 32 };
  * cache miss: the G was last touched on another core) while holding it. */
 static void push_batch_locked(gmp__gfbatches *l, gmp_g *head, int64_t n)
 {
-	head->gfreen = n;
+	head->gfreen = (int32_t)n;
 	head->gfreebatch = l->head;
 	gmp__storep_rlx(&l->head, head); /* racy peek: gfget */
 	l->n += n;

@@ -123,7 +123,6 @@ struct gmp_g {
 	gmp_g *schedlink;  /* next in a run queue or free list; queue owner */
 	gmp_g *gfreebatch; /* global free list: the next batch (on the
 				   first G of a batch); under gfree.lock */
-	int64_t gfreen;    /* ... and this batch's length */
 	gmp_m *volatile m; /* the M running it; NULL when not running;
 				   owner writes, sysmon reads racily */
 	gmp_m *lastm;      /* racy: the M it ran on last (for dumps) */
@@ -134,7 +133,11 @@ struct gmp_g {
 	int saved_errno;       /* errno across switch points; owner */
 	void **keys;    /* task-local values, gmp_key.id-indexed; owner */
 	uint32_t nkeys; /* capacity of keys[] */
-	void *param;    /* passed by a waker (channels, semaphores) */
+	/* The length of the batch this G heads on the global free list
+	 * (gfreebatch's); here, in a hole, so that gmp_g stays within
+	 * 256 bytes, four cache lines beside its stack. */
+	int32_t gfreen;
+	void *param; /* passed by a waker (channels, semaphores) */
 	/* How deep the running task went (stack.c): the lowest sp seen at
 	 * its switch points, and the address of the canary word (0: none).
 	 * Owner, and the holder of the dead G. */
