@@ -233,10 +233,17 @@ static inline void gmp__fiber_on_task(gmp_g *g)
  * errno, and put into the errno of the thread that resumes the task by
  * execute() (on that thread, just before the jump). Both go through the
  * Ms' errnop, not `errno`, so no compiler can reuse the old thread's errno
- * address after the switch. */
+ * address after the switch.
+ *
+ * The task's sp here goes into g->stklow, how deep its stack has been at a
+ * switch point (stack.c): a task that parks with a deep stack is trimmed
+ * when it ends. */
 static inline __attribute__((always_inline)) void
 gmp__mcall(gmp_m *m, gmp_g *g, void (*fn)(gmp_g *))
 {
+	uintptr_t sp = gmp__ctx_sp();
+	if (sp < g->stklow)
+		g->stklow = sp;
 	g->saved_errno = *m->errnop;
 	gmp__fiber_to_g0(m, g, false);
 	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)fn, g);

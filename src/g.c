@@ -1,5 +1,55 @@
 /* Tasks as objects: the status helper, allocation, the free lists that
- * recycle dead Gs with their stacks, and task-local keys. */
+ * recycle dead Gs with their stacks, the sweep that trims the stacks left
+ * in those lists, and task-local keys.
+ *
+ * Dead Gs are cached as Go caches them: up to 64 on each P (owner only),
+ * the rest on the global list in batches of 32 (gfree.lock). A task that
+ * went deep gives its stack's pages back as it ends (goexit0, stack.c);
+ * the sweep catches what that check missed, by aging the global list in
+ * generations rather than by walking it:
+ *
+ *   young   where Ps put their batches (gfput, gfpurge);
+ *   old     what young held at the last rotation;
+ *   clean   batches whose every G is TRIMMED.
+ *
+ * gfget takes from young, then old, then clean: stacks whose pages are
+ * still committed first, trimmed ones (which fault their pages back in)
+ * last. About once a second (a period) sysmon looks at old. If it is
+ * empty, it rotates: old = young, young = empty, two pointer moves under
+ * gfree.lock. If not, what is still there sat a whole period in old with
+ * nobody taking it, so sysmon ages it out: it takes one batch at a time
+ * (the rest of old, young and clean stay open to spawners), trims every G
+ * in it that is not TRIMMED already, with gfree.lock released, and puts
+ * it on clean; once old is empty it rotates. A G that a spawner reuses
+ * leaves the lists, so reuse, not a per-G mark, is what keeps a stack from
+ * being trimmed; a G is trimmed at most once each time it is freed; and a
+ * cached G that nobody wants costs no work after it has reached clean, so
+ * an idle program settles to no sweep work at all.
+ *
+ * The cost is bounded by time, not by the number of Gs: at most
+ * SWEEP_SLICE_NS of aging every SWEEP_EVERY_NS (5% of a CPU) however long
+ * old is, so that a burst of a million tasks is aged out over some seconds
+ * rather than in one long stall; sysmon makes rounds that often while it
+ * ages (gmp__gfree_sweep's return value caps its deep sleep) and none more
+ * for the sweep once nothing is left. While aging, sysmon holds only the
+ * batch it is trimming, inside one call, so spawners never find the lists
+ * emptied by the sweep (which would make them allocate fresh Gs), and
+ * sysmon holds nothing when it stops.
+ *
+ * Per-P caches must reach young to age. At each rotation sysmon first
+ * moves the caches of idle Ps itself (under sched.lock, which owns idle
+ * Ps) and bumps sched.gfsweepgen, so that each running P moves its cache
+ * at its next schedule_slow: a running P churns its cache anyway, and once
+ * a period costs it one batch move.
+ *
+ * Why not trim when a P moves a batch of 32 to the global list? That
+ * happens every 32 exits under a spawn-heavy load, whose Gs are reused at
+ * once: a system call per G there would triple the cost of spawn_join, for
+ * stacks that are mostly shallow and about to be reused anyway. Why not
+ * mark each G (used / idle) and walk the lists every period, as this file
+ * did at first? That walk costs time for every cached G every period,
+ * forever, trimmed or not, and took the list from spawners while it ran.
+ */
 #include <string.h>
 
 #include "fiber.h"
@@ -96,6 +146,7 @@ gmp_g *gmp__malg(void)
 		return NULL;
 	gmp_g *g = memset(mem, 0, sizeof *g); /* as calloc would */
 	g->stack = st;
+	gmp__stack_new_g(g);
 	gmp__store32_rlx(&g->status, GMP__G_IDLE); /* racy readers: sysmon */
 	gmp__casgstatus(g, GMP__G_IDLE, GMP__G_DEAD);
 	gmp__lock(&gmp__allg_lock);
@@ -112,14 +163,44 @@ enum { GFREE_MAX = 64, GFREE_BATCH = 32 };
 /* The global list holds whole batches, so that a P takes or gives 32 Gs
  * in one step under the lock rather than walking 32 Gs (each a likely
  * cache miss: the G was last touched on another core) while holding it. */
-static void gfree_push_batch(gmp_g *head, int64_t n)
+static void push_batch_locked(gmp__gfbatches *l, gmp_g *head, int64_t n)
 {
-	head->gfreen = n;
+	head->gfreen = (int32_t)n;
+	head->gfreebatch = l->head;
+	gmp__storep_rlx(&l->head, head); /* racy peek: gfget */
+	l->n += n;
+}
+
+static void gfree_push_batch(gmp__gfbatches *l, gmp_g *head, int64_t n)
+{
 	gmp__lock(&gmp__sched.gfree.lock);
-	head->gfreebatch = gmp__sched.gfree.list;
-	gmp__storep_rlx(&gmp__sched.gfree.list, head); /* racy peek: gfget */
-	gmp__sched.gfree.n += n;
+	push_batch_locked(l, head, n);
 	gmp__unlock(&gmp__sched.gfree.lock);
+}
+
+/* The list gfget takes from (gfree.lock held, or a racy peek): young,
+ * then old, then clean (see the file comment); NULL if all are empty. */
+static gmp__gfbatches *gfree_first(void)
+{
+	if (gmp__loadp_rlx(&gmp__sched.gfree.young.head))
+		return &gmp__sched.gfree.young;
+	if (gmp__loadp_rlx(&gmp__sched.gfree.old.head))
+		return &gmp__sched.gfree.old;
+	if (gmp__loadp_rlx(&gmp__sched.gfree.clean.head))
+		return &gmp__sched.gfree.clean;
+	return NULL;
+}
+
+/* Takes the first batch of l (gfree.lock held); NULL if l is empty. */
+static gmp_g *pop_batch_locked(gmp__gfbatches *l)
+{
+	gmp_g *b = l->head;
+	if (b) {
+		gmp__storep_rlx(&l->head, b->gfreebatch);
+		l->n -= b->gfreen;
+		b->gfreebatch = NULL;
+	}
+	return b;
 }
 
 void gmp__gfput(gmp_p *p, gmp_g *g)
@@ -144,7 +225,7 @@ void gmp__gfput(gmp_p *p, gmp_g *g)
 		n++;
 	}
 	tail->schedlink = NULL;
-	gfree_push_batch(head, n);
+	gfree_push_batch(&gmp__sched.gfree.young, head, n);
 }
 
 /* A dead G from p's list (refilled from the global one), or from the
@@ -154,35 +235,24 @@ gmp_g *gmp__gfget(gmp_p *p)
 	if (!p) {
 		/* One G: the first of the first batch. */
 		gmp__lock(&gmp__sched.gfree.lock);
-		gmp_g *g = gmp__sched.gfree.list;
-		if (g) {
-			gmp_g *rest = g->schedlink, *next = g->gfreebatch;
-			if (rest) {
-				rest->gfreebatch = next;
-				rest->gfreen = g->gfreen - 1;
-				next = rest;
-			}
-			gmp__storep_rlx(&gmp__sched.gfree.list, next);
-			gmp__sched.gfree.n--;
-		}
+		gmp__gfbatches *l = gfree_first();
+		gmp_g *g = l ? pop_batch_locked(l) : NULL;
+		if (g && g->schedlink)
+			push_batch_locked(l, g->schedlink, g->gfreen - 1);
 		gmp__unlock(&gmp__sched.gfree.lock);
 		if (g)
-			g->schedlink = g->gfreebatch = NULL;
+			g->schedlink = NULL;
 		return g;
 	}
-	if (!p->gfree && gmp__loadp_rlx(&gmp__sched.gfree.list)) {
+	if (!p->gfree && gfree_first()) {
 		/* A whole batch (p's list is empty). */
 		gmp__lock(&gmp__sched.gfree.lock);
-		gmp_g *b = gmp__sched.gfree.list;
-		if (b) {
-			gmp__storep_rlx(&gmp__sched.gfree.list, b->gfreebatch);
-			gmp__sched.gfree.n -= b->gfreen;
-		}
+		gmp__gfbatches *l = gfree_first();
+		gmp_g *b = l ? pop_batch_locked(l) : NULL;
 		gmp__unlock(&gmp__sched.gfree.lock);
 		if (b) {
 			p->gfree = b;
 			p->ngfree = (int32_t)b->gfreen;
-			b->gfreebatch = NULL;
 		}
 	}
 	gmp_g *g = p->gfree;
@@ -198,11 +268,12 @@ gmp_g *gmp__gfget(gmp_p *p)
 	return g;
 }
 
-/* Moves all of p's dead Gs to the global list (p is going away). */
+/* Moves all of p's dead Gs to the global list (p is going away, or the
+ * sweep asked for them): to young, where they start to age. */
 void gmp__gfpurge(gmp_p *p)
 {
 	if (p->gfree)
-		gfree_push_batch(p->gfree, p->ngfree);
+		gfree_push_batch(&gmp__sched.gfree.young, p->gfree, p->ngfree);
 	p->gfree = NULL;
 	p->ngfree = 0;
 }
@@ -222,8 +293,121 @@ void gmp__gfree_all(void)
 	}
 	gmp__allg = NULL;
 	gmp__allg_n = 0;
-	gmp__sched.gfree.list = NULL;
-	gmp__sched.gfree.n = 0;
+	memset(&gmp__sched.gfree.young, 0, sizeof gmp__sched.gfree.young);
+	memset(&gmp__sched.gfree.old, 0, sizeof gmp__sched.gfree.old);
+	memset(&gmp__sched.gfree.clean, 0, sizeof gmp__sched.gfree.clean);
+	gmp__sched.gfree.rotwhen = gmp__sched.gfree.slicewhen = 0;
+	gmp__store32_rlx(&gmp__sched.gfree.aging, 0);
+	gmp__store64_rlx(&gmp__sched.gfree.naged, 0);
+}
+
+/* ---- the sweep: aging the free list (see the file comment) --------------- */
+
+enum {
+	SWEEP_PERIOD_NS = 1000 * 1000 * 1000, /* between rotations */
+	SWEEP_SLICE_NS = 500 * 1000,          /* of aging per slice, at most */
+	SWEEP_EVERY_NS = 10 * 1000 * 1000,    /* between slices, at least */
+};
+
+/* old is empty: young becomes old, after the idle Ps' caches have joined
+ * it, and running Ps are asked to add theirs to the new young. */
+static void rotate(int64_t now)
+{
+	gmp__sched.gfree.rotwhen = now;
+	/* relaxed: a P that sees the bump late moves its cache late, and
+	 * what it moves is guarded by gfree.lock, not by this counter. */
+	uint32_t gen = gmp__add32_rlx(&gmp__sched.gfsweepgen, 1) + 1;
+	gmp__lock(&gmp__sched.lock);
+	for (gmp_p *p = gmp__sched.pidle; p; p = p->link) {
+		gmp__gfpurge(p);
+		p->gfsweepgen = gen; /* moved already */
+	}
+	gmp__unlock(&gmp__sched.lock);
+	gmp__lock(&gmp__sched.gfree.lock);
+	gmp__gfbatches *y = &gmp__sched.gfree.young, *o = &gmp__sched.gfree.old;
+	if (!o->head) { /* only sysmon adds to old, so it stays empty */
+		gmp__storep_rlx(&o->head, y->head);
+		o->n = y->n;
+		gmp__storep_rlx(&y->head, NULL);
+		y->n = 0;
+	}
+	gmp__unlock(&gmp__sched.gfree.lock);
+}
+
+/* Ages out batches of old, one at a time, for up to SWEEP_SLICE_NS.
+ * Returns whether old is empty. */
+static bool age_slice(int64_t now)
+{
+	uint64_t n = 0;
+	bool empty = false;
+	for (;;) {
+		gmp__lock(&gmp__sched.gfree.lock);
+		gmp_g *b = pop_batch_locked(&gmp__sched.gfree.old);
+		gmp__unlock(&gmp__sched.gfree.lock);
+		if (!b) {
+			empty = true;
+			break;
+		}
+		/* We hold b: no task can start on these stacks meanwhile. */
+		for (gmp_g *g = b; g; g = g->schedlink) {
+			if (g->stkstate != GMP__STK_TRIMMED)
+				gmp__stack_trim_g(g, false);
+			n++;
+		}
+		gfree_push_batch(&gmp__sched.gfree.clean, b, b->gfreen);
+		if (gmp__nanotime() - now >= SWEEP_SLICE_NS)
+			break;
+	}
+	gmp__add64_rlx(&gmp__sched.gfree.naged, n);
+	return empty;
+}
+
+/* sysmon, at every round. About once a second: rotates the lists, or
+ * starts aging out what sat in old for a whole period; while aging, a
+ * slice of it every SWEEP_EVERY_NS. Returns the time (gmp__nanotime) by
+ * which it wants to be called again, so that sysmon's deep sleep ends
+ * then; 0 when the lists hold nothing to age (what idle Ps cache then is
+ * moved at the next rotation, which sysmon's 1 s cap on its deep sleep
+ * brings soon enough). */
+int64_t gmp__gfree_sweep(int64_t now)
+{
+	__typeof__(gmp__sched.gfree) *f = &gmp__sched.gfree;
+	if (f->rotwhen == 0)
+		f->rotwhen = now;
+	bool aging = gmp__load32_rlx(&f->aging);
+	if (!aging && now - f->rotwhen >= SWEEP_PERIOD_NS) {
+		/* A racy peek: only sysmon adds to old, and if spawners
+		 * empty it meanwhile, the slice finds nothing and rotates. */
+		if (gmp__loadp_rlx(&f->old.head))
+			aging = true;
+		else
+			rotate(now);
+	}
+	if (aging && now - f->slicewhen >= SWEEP_EVERY_NS) {
+		f->slicewhen = now;
+		if (age_slice(now)) {
+			aging = false;
+			rotate(gmp__nanotime());
+		}
+	}
+	gmp__store32_rlx(&f->aging, aging);
+	if (aging)
+		return f->slicewhen + SWEEP_EVERY_NS;
+	if (gmp__loadp_rlx(&f->old.head) || gmp__loadp_rlx(&f->young.head))
+		return f->rotwhen + SWEEP_PERIOD_NS;
+	return 0;
+}
+
+/* For tests: the lists' lengths and the sweep's progress. */
+void gmp__gfree_stats_get(gmp__gfree_stats *s)
+{
+	gmp__lock(&gmp__sched.gfree.lock);
+	s->young = gmp__sched.gfree.young.n;
+	s->old = gmp__sched.gfree.old.n;
+	s->clean = gmp__sched.gfree.clean.n;
+	gmp__unlock(&gmp__sched.gfree.lock);
+	s->aged = gmp__load64_rlx(&gmp__sched.gfree.naged);
+	s->aging = gmp__load32_rlx(&gmp__sched.gfree.aging);
 }
 
 /* ---- task-local keys ---------------------------------------------------- */

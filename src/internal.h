@@ -123,16 +123,25 @@ struct gmp_g {
 	gmp_g *schedlink;  /* next in a run queue or free list; queue owner */
 	gmp_g *gfreebatch; /* global free list: the next batch (on the
 				   first G of a batch); under gfree.lock */
-	int64_t gfreen;    /* ... and this batch's length */
 	gmp_m *volatile m; /* the M running it; NULL when not running;
 				   owner writes, sysmon reads racily */
 	gmp_m *lastm;      /* racy: the M it ran on last (for dumps) */
 	gmp_m *lockedm;    /* M this G is locked to (LockOSThread); owner */
 	volatile bool preempt; /* atomic: sysmon asks it to yield */
+	uint8_t stkstate;      /* GMP__STK_*: what trimming knows of the stack;
+			     whoever holds the G (stack.c) */
 	int saved_errno;       /* errno across switch points; owner */
-	void **keys;     /* task-local values, gmp_key.id-indexed; owner */
-	uint32_t nkeys;  /* capacity of keys[] */
-	void *param;     /* passed by a waker (channels, semaphores) */
+	void **keys;    /* task-local values, gmp_key.id-indexed; owner */
+	uint32_t nkeys; /* capacity of keys[] */
+	/* The length of the batch this G heads on the global free list
+	 * (gfreebatch's); here, in a hole, so that gmp_g stays within
+	 * 256 bytes, four cache lines beside its stack. */
+	int32_t gfreen;
+	void *param; /* passed by a waker (channels, semaphores) */
+	/* How deep the running task went (stack.c): the lowest sp seen at
+	 * its switch points, and the address of the canary word (0: none).
+	 * Owner, and the holder of the dead G. */
+	uintptr_t stklow, stkcanary;
 	gmp_g *allglink; /* all-G list, under gmp__allg_lock */
 	/* Sanitizer and Valgrind state for this G's stack (src/fiber.h). */
 	void *asan_fake_stack;
@@ -236,6 +245,7 @@ struct gmp_p {
 	 * sched.gfree under its lock). */
 	gmp_g *gfree;
 	int32_t ngfree;
+	uint32_t gfsweepgen; /* the last sched.gfsweepgen acted on; owner */
 
 	/* Timers (timer.c): any thread may stop one, so under their lock. */
 	gmp__timers timers;
@@ -326,6 +336,13 @@ typedef struct gmp__grq {
  */
 #define GMP__MAXPROCS_LIMIT 1024
 
+/* A list of batches of dead Gs (sched.gfree; g.c). head is written under
+ * gfree.lock and peeked racily by gfget; n counts the Gs, under the lock. */
+typedef struct gmp__gfbatches {
+	gmp_g *volatile head;
+	int64_t n;
+} gmp__gfbatches;
+
 typedef struct gmp__sched {
 	gmp__mutex lock;
 	gmp__mutex mexit_lock; /* an M's thread stays alive while held */
@@ -354,13 +371,27 @@ typedef struct gmp__sched {
 	volatile uint64_t runqsize; /* atomic mirror of runq.n for lock-free
 				       emptiness checks; written under lock */
 
+	/* Dead Gs with stacks, in batches, each a chain on schedlink,
+	 * linked by gfreebatch, aged by sysmon's sweep (g.c says how). */
 	struct {
 		gmp__mutex lock;
-		gmp_g *volatile list; /* batches of dead Gs, each a chain on
-					  schedlink, linked by gfreebatch;
-					  written under lock, peeked racily */
-		int64_t n;
-	} gfree; /* dead Gs with stacks */
+		gmp__gfbatches young; /* where Ps put theirs; lock */
+		gmp__gfbatches old;   /* young at the last rotation; lock */
+		gmp__gfbatches clean; /* every G in them TRIMMED; lock */
+		/* The sweep's clock: sysmon only (cleared with the rest of
+		 * sched at init, fork and shutdown). */
+		int64_t rotwhen;   /* the last rotation (0: none yet) */
+		int64_t slicewhen; /* the last slice of aging out old */
+		/* atomic (relaxed), written by sysmon only; read by tests:
+		 * whether it is aging out old, and how many Gs it has aged
+		 * out (moved from old to clean) so far. */
+		volatile uint32_t aging;
+		volatile uint64_t naged;
+	} gfree;
+	/* atomic: bumped by sysmon as it rotates the free lists (g.c); a
+	 * running P that sees it change moves its dead Gs to gfree.young
+	 * (schedule_slow), so that they age like the rest. */
+	volatile uint32_t gfsweepgen;
 
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
 	volatile uint32_t nthreads;     /* atomic: live runtime threads */
@@ -438,6 +469,13 @@ extern int64_t gmp__allg_n; /* Gs made or being made; allg_lock */
 gmp_g *gmp__gfget(gmp_p *p);
 void gmp__gfput(gmp_p *p, gmp_g *g);
 void gmp__gfpurge(gmp_p *p);
+int64_t gmp__gfree_sweep(int64_t now);
+typedef struct gmp__gfree_stats {
+	int64_t young, old, clean; /* Gs in each list */
+	uint64_t aged;             /* Gs aged out of old so far */
+	bool aging;                /* sysmon is aging out old */
+} gmp__gfree_stats;
+void gmp__gfree_stats_get(gmp__gfree_stats *s);
 gmp_g *gmp__malg(void);
 void gmp__gfree_all(void);
 void gmp__keys_destroy(gmp_g *g);
@@ -549,10 +587,41 @@ void gmp__free(void *p);
 int64_t gmp__alloc_live(void);
 
 /* stack.c */
+
+/* The top of every stack that trimming leaves committed (see stack.c):
+ * GMP__STACK_KEEP rounded up to whole pages, at most the whole stack. Set
+ * by gmp_init. */
+#define GMP__STACK_KEEP ((size_t)16 * 1024)
+extern size_t gmp__stack_keep;
+
+/* What trimming knows of a G's stack (g->stkstate; stack.c, g.c). */
+enum {
+	GMP__STK_USED = 0,    /* a task ran on it since it was last trimmed */
+	GMP__STK_TRIMMED = 1, /* nothing below the kept top is committed */
+};
+
+/* The canary word holds this, xor its own address. */
+#define GMP__STACK_CANARY ((uintptr_t)0x5ca1ab1e0ddba11ULL)
+
+/* Whether the task that just ended on g may have committed stack pages
+ * below the kept top: it switched with its sp below the mark, or it wrote
+ * over the canary. On g0, with g dead. Not instrumented by ASan: the
+ * canary may lie in the dead task's poisoned frames. */
+static inline __attribute__((no_sanitize_address)) bool
+gmp__stack_went_deep(const gmp_g *g)
+{
+	uintptr_t c = g->stkcanary;
+	return g->stklow < g->stack.hi - gmp__stack_keep ||
+	       (c && *(const volatile uintptr_t *)c != (GMP__STACK_CANARY ^ c));
+}
+
 void gmp__stack_init(void);
 int gmp__stack_alloc(gmp__stack *s, void **gmem);
 void gmp__stack_forget(gmp__stack *s);
 void gmp__stack_trim(gmp__stack *s, size_t keep);
+void gmp__stack_new_g(gmp_g *g);
+void gmp__stack_trim_g(gmp_g *g, bool at_exit);
+void gmp__stack_trims(uint64_t *at_exit, uint64_t *swept);
 uint32_t gmp__stack_valgrind_register(uintptr_t lo, uintptr_t hi);
 void gmp__stack_valgrind_deregister(uint32_t id);
 bool gmp__stack_guard_hit(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);

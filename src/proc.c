@@ -62,6 +62,8 @@ static gmp_g *newproc1(gmp_p *p, gmp_fn fn, void *arg)
 		      task_main, g);
 	g->fn = fn;
 	g->arg = arg;
+	g->stklow = g->stack.hi;
+	g->stkstate = GMP__STK_USED;
 	g->saved_errno = 0;
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
@@ -303,6 +305,10 @@ static void goexit0(gmp_g *g)
 	g->param = NULL;
 	g->waitreason = GMP__WAIT_NONE;
 	dropg(m);
+	/* A stack that went deep gives its pages back now, before it is
+	 * cached (stack.c); the usual shallow one costs these few loads. */
+	if (GMP__UNLIKELY(gmp__stack_went_deep(g)))
+		gmp__stack_trim_g(g, true);
 	gmp_p *p = m->p;
 	gmp__gfput(p, g);
 	/* release: a reader of the count that sees this exit also sees the

@@ -1228,6 +1228,13 @@ top:;
 	}
 	if (m->spinning && !gmp__runq_empty(p))
 		gmp__throw("schedule: spinning with local work");
+	uint32_t gen = gmp__load32_rlx(&gmp__sched.gfsweepgen);
+	if (GMP__UNLIKELY(p->gfsweepgen != gen)) {
+		/* sysmon rotated the free lists: our dead Gs go to the
+		 * global one, to age with the rest (g.c). */
+		p->gfsweepgen = gen;
+		gmp__gfpurge(p);
+	}
 
 	bool inherit;
 	gmp_g *g = findrunnable(m, &inherit);

@@ -15,7 +15,11 @@
  * When every P is idle there is nothing to watch: sysmon sleeps deeply on
  * sched.sysmonnote until a P leaves the idle list (pidleget) or a task
  * enters a syscall (which happens on a P, so the first one wakes it), or
- * until the next timer, with a 1 s cap so idle-time chores still run.
+ * until the next timer, with a 1 s cap so idle-time chores still run
+ * (the P count, the free lists' rotation). While the free lists' sweep
+ * ages out a backlog (g.c), the deep sleep lasts at most until its next
+ * slice, 10 ms away; once it has nothing left, the sweep asks for no
+ * round at all.
  */
 #include <stdio.h>
 #include <string.h>
@@ -188,6 +192,9 @@ static void *sysmon_main(void *arg)
 	 * at 20 µs rather than 27, and a blocked syscall's P is retaken on
 	 * the second look, so the period is most of a handoff's latency. */
 	int64_t overshoot = 0;
+	/* When the free lists' sweep wants its next round (g.c); 0: it has
+	 * nothing to do. */
+	int64_t sweepnext = 0;
 
 	while (!gmp__load32_acq(&sm.stop)) {
 		if (idle == 0)
@@ -227,6 +234,12 @@ static void *sysmon_main(void *arg)
 				int64_t next = gmp__timers_earliest();
 				if (next && next - now < sleep)
 					sleep = next > now ? next - now : 0;
+				/* The sweep ages the free lists in slices
+				 * 10 ms apart while it has any to do. */
+				if (sweepnext && sweepnext - now < sleep)
+					sleep = sweepnext > now
+							? sweepnext - now
+							: 0;
 				gmp__store32_rlx(&gmp__sched.sysmonwait, 1);
 				gmp__unlock(&gmp__sched.lock);
 				bool woken = gmp__notetsleep(
@@ -266,12 +279,14 @@ static void *sysmon_main(void *arg)
 			idle++;
 
 		gmp__maxprocs_update(now); /* about once a second */
+		sweepnext = gmp__gfree_sweep(now);
 
 		if (trace_ns > 0 && lasttrace + trace_ns <= now) {
 			lasttrace = now;
 			schedtrace(now, start);
 		}
 	}
+	/* The sweep holds no G between rounds: nothing to give back. */
 	return NULL;
 }
 

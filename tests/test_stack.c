@@ -1,8 +1,9 @@
 /* Task stacks (SPEC §6): the layout (stacks, and Gs beside them), guard
  * pages that really fault, GMP_STACK_GUARD=never, batches prepared with
  * process_madvise and without it, dead tasks' stacks reused, trimming
- * that spares the G, injected failures, and the memory and mappings that
- * 100,000 and 1,000,000 parked tasks cost. */
+ * that spares the G, dead tasks' deep stacks given back (as they end, or
+ * by a sweep) and shallow ones left alone, injected failures, and the
+ * memory and mappings that 100,000 and 1,000,000 parked tasks cost. */
 #include <limits.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -372,8 +373,9 @@ __attribute__((no_sanitize_address)) static void remember(void *arg)
 	(void)arg;
 	last_g = gmp_current();
 	last_id = gmp_self();
-	/* Dirty most of the stack, so that trimming has work to do. */
-	volatile char big[48 * 1024];
+	/* Dirty some of the stack, so that trimming has work to do, but
+	 * stay within what the runtime keeps of it (16 KiB). */
+	volatile char big[12 * 1024];
 	for (size_t i = 0; i < sizeof big; i += 512)
 		big[i] = 1;
 }
@@ -385,8 +387,8 @@ static int trim_main(void *arg)
 	gmp_yield(); /* it runs and ends: its G goes to this P's free list */
 	gmp_g *g = last_g;
 	T_ASSERT(gmp__readgstatus(g) == GMP__G_DEAD);
-	/* remember dirtied 48 KiB of it. */
-	T_ASSERT(resident_pages(g->stack.lo, g->stack.hi) >= 12);
+	/* remember dirtied 12 KiB of it. */
+	T_ASSERT(resident_pages(g->stack.lo, g->stack.hi) >= 3);
 	gmp__stack_trim(&g->stack, 0);
 	/* The stack went back to the kernel, the G did not. */
 	T_ASSERT(resident_pages(g->stack.lo, g->stack.hi) == 0);
@@ -404,6 +406,357 @@ static void test_stack_trim_spares_the_g(void **s)
 	(void)s;
 	init_with(1, 0);
 	assert_int_equal(gmp_main(trim_main, NULL), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* ---- dead tasks' stacks given back ------------------------------------------ */
+
+/* Whether MADV_DONTNEED gives pages back here (qemu-user may ignore it). */
+static bool dontneed_works(void)
+{
+	size_t ps = gmp__pagesize();
+	char *p = mmap(NULL, ps, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	p[0] = 1;
+	bool works = madvise(p, ps, MADV_DONTNEED) == 0 && p[0] == 0;
+	munmap(p, ps);
+	return works;
+}
+
+static uint64_t trims_at_exit(void)
+{
+	uint64_t e, s;
+	gmp__stack_trims(&e, &s);
+	return e;
+}
+
+/* Pages of g's stack committed below the top that the runtime keeps. */
+static size_t deep_pages(const gmp_g *g)
+{
+	return resident_pages(g->stack.lo, g->stack.hi - gmp__stack_keep);
+}
+
+enum { DEEP_TASKS = 50, DEEP_BYTES = 128 * 1024 };
+
+static gmp_wg deep_wg;
+static gmp_chan *deep_gate;
+
+/* Three ways down, one frame each: a frame that writes all of itself (so
+ * it covers the canary), one that blocks at a switch point while deep,
+ * and one that writes a byte every page, the auditor's probe, which only
+ * a sweep catches. Not instrumented by ASan, whose fake stacks would keep
+ * the frames off the task's stack. */
+__attribute__((noinline, no_sanitize_address)) static void deep_dense(void)
+{
+	volatile char big[DEEP_BYTES];
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = 1;
+}
+
+__attribute__((noinline, no_sanitize_address)) static void deep_parked(void)
+{
+	volatile char big[DEEP_BYTES];
+	big[0] = 1;
+	gmp_yield();
+	big[sizeof big - 1] = 1;
+}
+
+__attribute__((noinline, no_sanitize_address)) static void deep_sparse(void)
+{
+	volatile char big[DEEP_BYTES];
+	for (size_t i = 0; i < sizeof big; i += 4096)
+		big[i] = 1;
+}
+
+static void deep_task(void *arg)
+{
+	gs[(uintptr_t)arg >> 2] = gmp_current();
+	switch ((uintptr_t)arg & 3) {
+	case 0:
+		deep_dense();
+		break;
+	case 1:
+		deep_parked();
+		break;
+	case 2:
+		deep_sparse();
+		break;
+	}
+	/* All alive at once, so each has a stack of its own: back at the
+	 * top of the stack, wait for the others. */
+	T_ASSERT(gmp_chan_recv(deep_gate, NULL) == -EPIPE);
+	gmp_wg_done(&deep_wg);
+}
+
+/* Starts DEEP_TASKS tasks of one kind and waits until they have ended. */
+static void run_deep(uintptr_t kind)
+{
+	deep_gate = gmp_chan_new(0, 0);
+	T_ASSERT(deep_gate != NULL);
+	gmp_wg_add(&deep_wg, DEEP_TASKS);
+	for (uintptr_t i = 0; i < DEEP_TASKS; i++)
+		T_ASSERT(gmp_go(deep_task, (void *)(i << 2 | kind)) > 0);
+	for (int i = 0; i < 100; i++)
+		gmp_yield(); /* they go deep, then wait at the gate */
+	gmp_chan_close(deep_gate);
+	gmp_wg_wait(&deep_wg);
+	gmp_yield(); /* the last one reaches the free list */
+	gmp_chan_free(deep_gate);
+}
+
+static int deep_at_exit_main(void *arg)
+{
+	uintptr_t kind = (uintptr_t)arg;
+	uint64_t before = trims_at_exit();
+	run_deep(kind);
+	/* Each one went below the kept top, and said so as it ended: by
+	 * its canary or by the sp it parked with. Each stack has given
+	 * back its pages at once (a sweep would take a second or more). */
+	T_ASSERT(trims_at_exit() >= before + DEEP_TASKS);
+	for (long i = 0; i < DEEP_TASKS; i++) {
+		T_ASSERT(gmp__readgstatus(gs[i]) == GMP__G_DEAD);
+		T_ASSERT(deep_pages(gs[i]) == 0);
+	}
+	return 0;
+}
+
+static void deep_at_exit(uintptr_t kind)
+{
+	if (!dontneed_works()) {
+		print_message("MADV_DONTNEED keeps the pages here\n");
+		skip();
+	}
+	gs = calloc(DEEP_TASKS, sizeof *gs);
+	init_with(1, 0);
+	assert_int_equal(gmp_main(deep_at_exit_main, (void *)kind), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	free(gs);
+	gs = NULL;
+}
+
+static void test_stack_trim_deep_task_as_it_ends(void **s)
+{
+	(void)s;
+	deep_at_exit(0);
+}
+
+static void test_stack_trim_task_parked_deep_as_it_ends(void **s)
+{
+	(void)s;
+	deep_at_exit(1);
+}
+
+/* The probe's tasks give no sign at exit; the sweep finds their stacks
+ * aged in the free list, and the pages go back within about three
+ * seconds: a rotation moves the idle P's cache to old, and the next one,
+ * a second later, ages it out. Waits up to 60 s (sanitizers and qemu-user
+ * are slow). */
+static int deep_sweep_main(void *arg)
+{
+	(void)arg;
+	run_deep(2);
+	long committed = 0;
+	for (long i = 0; i < DEEP_TASKS; i++)
+		committed += (long)deep_pages(gs[i]);
+	print_message("%ld pages below the kept tops after the tasks "
+		      "ended\n",
+		      committed);
+	int64_t start = gmp_nanotime();
+	for (int t = 0; t < 600; t++) {
+		committed = 0;
+		for (long i = 0; i < DEEP_TASKS; i++)
+			committed += (long)deep_pages(gs[i]);
+		if (committed == 0)
+			break;
+		gmp_sleep(100 * 1000 * 1000);
+	}
+	print_message("given back after %.1f s\n",
+		      (double)(gmp_nanotime() - start) / 1e9);
+	T_ASSERT(committed == 0);
+	return 0;
+}
+
+static void test_stack_trim_sweep_catches_sparse_deep_tasks(void **s)
+{
+	(void)s;
+	if (!dontneed_works()) {
+		print_message("MADV_DONTNEED keeps the pages here\n");
+		skip();
+	}
+	gs = calloc(DEEP_TASKS, sizeof *gs);
+	init_with(2, 0);
+	assert_int_equal(gmp_main(deep_sweep_main, NULL), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	free(gs);
+	gs = NULL;
+}
+
+/* Tasks that stay on their top page cost no trim as they end: no system
+ * call on the common path. */
+static int shallow_main(void *arg)
+{
+	(void)arg;
+	uint64_t before = trims_at_exit();
+	for (int i = 0; i < 10000; i++) {
+		T_ASSERT(gmp_go(nop, NULL) > 0);
+		gmp_yield();
+	}
+	gmp_wg wg = GMP_WG_INIT;
+	for (int i = 0; i < 1000; i++) {
+		gmp_wg_add(&wg, 1);
+		T_ASSERT(gmp_go(done, &wg) > 0);
+	}
+	gmp_wg_wait(&wg);
+	T_ASSERT(trims_at_exit() == before);
+	return 0;
+}
+
+static void test_stack_trim_spares_shallow_tasks(void **s)
+{
+	(void)s;
+	init_with(1, 0);
+	assert_int_equal(gmp_main(shallow_main, NULL), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* ---- the sweep's cost ------------------------------------------------------- */
+
+/* Fewer under the sanitizers (gmp_test_util.h says why). */
+#define BURST_TASKS TU_SCALE(20000)
+#define CHURN_WAVE TU_SCALE(4000)
+
+static gmp_chan *burst_gate;
+static gmp_wg burst_wg;
+
+static void burst_task(void *arg)
+{
+	(void)arg;
+	T_ASSERT(gmp_chan_recv(burst_gate, NULL) == -EPIPE);
+	gmp_wg_done(&burst_wg);
+}
+
+/* n tasks alive at once (each parks at the gate), then all ended. */
+static void burst(long n)
+{
+	burst_gate = gmp_chan_new(0, 0);
+	T_ASSERT(burst_gate != NULL);
+	gmp_wg_add(&burst_wg, n);
+	for (long i = 0; i < n; i++)
+		T_ASSERT(gmp_go(burst_task, NULL) > 0);
+	gmp_chan_close(burst_gate);
+	gmp_wg_wait(&burst_wg);
+	gmp_chan_free(burst_gate);
+}
+
+static int64_t allg_count(void)
+{
+	gmp__lock(&gmp__allg_lock);
+	int64_t n = gmp__allg_n;
+	gmp__unlock(&gmp__allg_lock);
+	return n;
+}
+
+static uint64_t trims_swept(void)
+{
+	uint64_t e, s;
+	gmp__stack_trims(&e, &s);
+	return s;
+}
+
+/* After a burst, an idle program's sweep ages every G out once and then
+ * does nothing: no G aged, no trim, sysmon in its deep sleep, for 3 s
+ * (three periods) in a row. A sweep that walked the lists every period,
+ * or aged the same Gs over and over, never gets there. We watch from a
+ * blocking call (our P handed off), so that every P is idle and sysmon
+ * may sleep deeply: a task that woke to look would wake it. Waits up to
+ * 60 s. */
+static int burst_idle_main(void *arg)
+{
+	(void)arg;
+	gmp__gfree_stats st;
+	gmp__gfree_stats_get(&st);
+	uint64_t aged0 = st.aged, trims0 = trims_swept();
+	burst(BURST_TASKS);
+	gmp_enter_syscall_block();
+	int64_t start = tu_now_ns(), quiet_since = start;
+	uint64_t last_aged = st.aged, last_trims = trims0;
+	bool quiet = false;
+	for (int t = 0; t < 600 && !quiet; t++) {
+		usleep(100 * 1000);
+		gmp__gfree_stats_get(&st);
+		uint64_t trims = trims_swept();
+		int64_t now = tu_now_ns();
+		if (st.aged != last_aged || trims != last_trims || st.aging ||
+		    st.old || st.young ||
+		    !gmp__load32_rlx(&gmp__sched.sysmonwait)) {
+			quiet_since = now;
+			last_aged = st.aged;
+			last_trims = trims;
+		}
+		quiet = now - quiet_since >= 3000 * 1000 * 1000LL;
+	}
+	gmp_exit_syscall();
+	int64_t allg = allg_count();
+	print_message("quiet %.1f s after the burst: %llu Gs aged out, "
+		      "%llu trimmed, of %lld; %lld in clean\n",
+		      (double)(quiet_since - start) / 1e9,
+		      (unsigned long long)(st.aged - aged0),
+		      (unsigned long long)(last_trims - trims0),
+		      (long long)allg, (long long)st.clean);
+	T_ASSERT(quiet);
+	/* Each dead G aged out once, and all are in clean now (but ours,
+	 * which runs). */
+	T_ASSERT(st.aged - aged0 >= BURST_TASKS);
+	T_ASSERT(st.aged - aged0 <= (uint64_t)allg);
+	T_ASSERT(last_trims - trims0 <= (uint64_t)allg);
+	T_ASSERT(st.clean == allg - 1);
+	return 0;
+}
+
+static void test_stack_sweep_settles_when_idle(void **s)
+{
+	(void)s;
+	init_with(2, 0);
+	assert_int_equal(gmp_main(burst_idle_main, NULL), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* Waves of CHURN_WAVE tasks alive at once, for six sweep periods: every
+ * wave finds the Gs of the last one in the free lists, whatever the
+ * sweep is doing, and makes almost no new ones. Once the first wave has
+ * made its Gs, the most that can be out of the spawner's reach is what
+ * the other P caches (64) and its own cache's next batch (64), plus the
+ * one batch (32) the sweep holds while it trims: 160. A sweep that took
+ * the whole list while it walked it made spawners allocate hundreds more
+ * at every pass. */
+static int churn_main(void *arg)
+{
+	(void)arg;
+	int64_t first = 0, most = 0, start = gmp_nanotime();
+	int waves = 0;
+	uint64_t trims0 = trims_swept();
+	while (gmp_nanotime() - start < 6000 * 1000 * 1000LL) {
+		burst(CHURN_WAVE);
+		int64_t n = allg_count();
+		if (waves++ == 0)
+			first = n;
+		if (n > most)
+			most = n;
+	}
+	print_message("%d waves: %lld Gs after the first, at most %lld; "
+		      "%llu trimmed by the sweep\n",
+		      waves, (long long)first, (long long)most,
+		      (unsigned long long)(trims_swept() - trims0));
+	T_ASSERT(most <= first + 160);
+	return 0;
+}
+
+static void test_stack_sweep_leaves_spawners_their_gs(void **s)
+{
+	(void)s;
+	init_with(2, 0);
+	assert_int_equal(gmp_main(churn_main, NULL), 0);
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
@@ -535,6 +888,12 @@ GMP_TEST_MAIN(cmocka_unit_test(test_stack_layout),
 	      cmocka_unit_test(test_stack_batch_without_process_madvise),
 	      cmocka_unit_test(test_stack_reuse_dead_tasks),
 	      cmocka_unit_test(test_stack_trim_spares_the_g),
+	      cmocka_unit_test(test_stack_trim_deep_task_as_it_ends),
+	      cmocka_unit_test(test_stack_trim_task_parked_deep_as_it_ends),
+	      cmocka_unit_test(test_stack_trim_sweep_catches_sparse_deep_tasks),
+	      cmocka_unit_test(test_stack_trim_spares_shallow_tasks),
+	      cmocka_unit_test(test_stack_sweep_settles_when_idle),
+	      cmocka_unit_test(test_stack_sweep_leaves_spawners_their_gs),
 	      cmocka_unit_test(test_stack_fault_stack_enomem),
 	      cmocka_unit_test(test_stack_fault_alloc),
 	      cmocka_unit_test(test_stack_100k_parked),

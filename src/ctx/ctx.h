@@ -17,6 +17,8 @@
  *                    when someone gogo()s it, and mcall then returns.
  *   gmp__ctx_swap    asm: save into *save and load *load (a symmetric switch;
  *                    used by the raw-switch tests and benchmark).
+ *   gmp__ctx_sp      inline asm: the current stack pointer (how deep a task's
+ *                    stack is at a switch point; stack.c).
  *   trampoline       asm: the first frame of every new context. It calls
  *                    entry(arg); entry must not return (the task entry ends in
  *                    the exit path). If it does, the trampoline calls

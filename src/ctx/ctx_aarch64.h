@@ -106,6 +106,14 @@ _Static_assert(sizeof(struct gmp__gobuf) == GMP__GOBUF_SIZE, "gobuf size");
  * x19 and its argument from x20, so it has no C signature; ctx_make only
  * needs its address. */
 __attribute__((visibility("hidden"))) void gmp__ctx_trampoline(void);
+
+/* The stack pointer of the calling code (see ctx.h). */
+static inline uintptr_t gmp__ctx_sp(void)
+{
+	uintptr_t sp;
+	__asm__ volatile("mov %0, sp" : "=r"(sp));
+	return sp;
+}
 #endif
 
 #endif
