@@ -139,9 +139,8 @@ struct gmp_g {
 	int32_t gfreen;
 	void *param; /* passed by a waker (channels, semaphores) */
 	/* How deep the running task went (stack.c): the lowest sp seen at
-	 * its switch points, and the address of the canary word (0: none).
-	 * Owner, and the holder of the dead G. */
-	uintptr_t stklow, stkcanary;
+	 * its switch points. Owner, and the holder of the dead G. */
+	uintptr_t stklow;
 	gmp_g *allglink; /* all-G list, under gmp__allg_lock */
 	/* Sanitizer and Valgrind state for this G's stack (src/fiber.h). */
 	void *asan_fake_stack;
@@ -600,19 +599,12 @@ enum {
 	GMP__STK_TRIMMED = 1, /* nothing below the kept top is committed */
 };
 
-/* The canary word holds this, xor its own address. */
-#define GMP__STACK_CANARY ((uintptr_t)0x5ca1ab1e0ddba11ULL)
-
-/* Whether the task that just ended on g may have committed stack pages
- * below the kept top: it switched with its sp below the mark, or it wrote
- * over the canary. On g0, with g dead. Not instrumented by ASan: the
- * canary may lie in the dead task's poisoned frames. */
-static inline __attribute__((no_sanitize_address)) bool
-gmp__stack_went_deep(const gmp_g *g)
+/* Whether the task that just ended on g committed stack pages below the
+ * kept top, as far as its switch points show (stack.c: what they miss is
+ * left to the sweep). On g0, with g dead. */
+static inline bool gmp__stack_went_deep(const gmp_g *g)
 {
-	uintptr_t c = g->stkcanary;
-	return g->stklow < g->stack.hi - gmp__stack_keep ||
-	       (c && *(const volatile uintptr_t *)c != (GMP__STACK_CANARY ^ c));
+	return g->stklow < g->stack.hi - gmp__stack_keep;
 }
 
 void gmp__stack_init(void);

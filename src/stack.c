@@ -54,49 +54,33 @@
  * reused, and a cached G costs at most 16 KiB, four times the page a
  * parked task costs. Most tasks touch only their top page, and a system
  * call as each ends would cost several times what spawning and ending a
- * task does (about 45 ns), so the end of a task only looks, for the price
- * of a few loads (gmp__stack_went_deep), and trims when it saw depth:
+ * task does (about 45 ns), so the end of a task only looks at g->stklow,
+ * the lowest sp of the task at any of its switch points (gmp__mcall
+ * records it, in a register it has anyway), and trims at once when that
+ * went below the kept top: a task that blocked while deep, as one that
+ * reads into a large buffer on its stack does.
  *
- *  - g->stklow, the lowest sp of the task at any of its switch points
- *    (gmp__mcall records it), catches a task that blocked while deep, as
- *    one that reads into a large buffer on its stack does;
- *  - a canary word, our constant xor its own address, catches a task that
- *    went deep and came back between switch points (recursion, deep call
- *    chains: calls write return addresses all the way down). It starts at
- *    the lowest word of the top page, which is committed anyway: writing
- *    it there costs no memory. Once a task has broken it, the task went
- *    below the top page, and the canary moves to the lowest word of the
- *    kept top (hi - gmp__stack_keep), where it costs at most the one page
- *    that such tasks commit anyway; the next tasks that stay within 16 KiB
- *    then cost no trim. A trim at exit leaves the canary there.
- *
- * Both can miss: a frame can span the canary without writing it (a large
- * array written sparsely, or only at its low end), and return before the
- * next switch point. A canary in every page would catch more but commit
- * every page it guards; mincore(2) or a trim at every exit would be exact
- * but cost a system call per task. So misses are caught by a sweep
- * instead (g.c): sysmon ages the global free list in generations, and a
- * G that sat in it a whole period with nobody taking it has its stack
- * trimmed, unless it is TRIMMED already (g->stkstate: USED when a task
- * starts on it, TRIMMED after a trim, or for a new G). A stack missed at
- * exit thus gives its pages back within two or three seconds; a G reused
- * all the time is never trimmed by the sweep; and each G costs the sweep
- * at most one system call per time it is freed and left unused, which
- * for a shallow stack (nothing to give back) is the price of not knowing.
- * The sweep spends at most 5% of a CPU, so a burst of a million tasks is
- * aged out over some seconds, and nothing once all is trimmed. A sweep's
- * trim leaves the canary where it was, since moving it would commit a
- * page.
+ * A task that went deep and came back between switch points (recursion,
+ * a large frame) is not seen then. We tried a canary word at the bottom
+ * of the top page, checked as each task ends: its load is a cache miss
+ * per task (a line the task never touched), which cost skynet 12-15%. So
+ * such stacks are left to a sweep (g.c): sysmon ages the global free
+ * list in generations, and a G that sat in it a whole period with nobody
+ * taking it has its stack trimmed, unless it is TRIMMED already
+ * (g->stkstate: USED when a task starts on it, TRIMMED after a trim, or
+ * for a new G). Such a stack thus gives its pages back within two or
+ * three seconds of going unused; a G reused all the time keeps them, as
+ * any cache in use does; and each G costs the sweep at most one system
+ * call per time it is freed and left unused, which for a shallow stack
+ * (nothing to give back) is the price of not knowing. The sweep spends at
+ * most 5% of a CPU, so a burst of a million tasks is aged out over some
+ * seconds, and nothing once all is trimmed.
  *
  * Nothing is trimmed while a task runs on the stack: only dead Gs, by
  * their holder (the M ending the task, or the sweep, which holds the one
- * batch it took from the list while it trims it). The G itself lies outside [lo, hi) and
- * is never trimmed. The sanitizers and Valgrind see nothing new: the
- * canary is read and written without ASan's checks (it may lie in a dead
- * task's poisoned frames, which gmp__fiber_stack_reset clears before the
- * next task), and under Valgrind, which flags any read of dead frames,
- * there is no canary, only stklow and the sweeps. Guards are not touched:
- * trims cover [lo, hi - keep), above the guard page.
+ * batch it took from the list while it trims it). The G itself lies
+ * outside [lo, hi) and is never trimmed. Guards are not touched: trims
+ * cover [lo, hi - keep), above the guard page.
  */
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -142,7 +126,6 @@ static struct {
 	int mode;              /* GUARD_* */
 	int64_t guard_budget;  /* mprotect guards we may still add; -1: none */
 	uint64_t nguarded, nunguarded;
-	bool valgrind; /* no canaries: memcheck forbids reading dead frames */
 	/* Trims of dead tasks' stacks as they end, and by sweeps; atomic
 	 * (Ms and sysmon), relaxed: counts for tests. */
 	volatile uint64_t ntrim_exit, ntrim_swept;
@@ -179,7 +162,6 @@ void gmp__stack_init(void)
 	/* Valgrind knows no process_madvise and would warn of it. */
 	stk.vec_guard = stk.populate = !on_valgrind();
 	stk.nguarded = stk.nunguarded = 0;
-	stk.valgrind = on_valgrind();
 	gmp__store64_rlx(&stk.ntrim_exit, 0);
 	gmp__store64_rlx(&stk.ntrim_swept, 0);
 	size_t keep = (GMP__STACK_KEEP + ps - 1) & ~(ps - 1);
@@ -425,25 +407,11 @@ void gmp__stack_trim(gmp__stack *s, size_t keep)
 	errno = saved;
 }
 
-/* Puts the canary word at address at, in g's stack (see the file
- * comment). Not instrumented by ASan: the word may lie in the poisoned
- * frames of g's last task. */
-static __attribute__((no_sanitize_address)) void canary_set(gmp_g *g,
-							    uintptr_t at)
-{
-	if (stk.valgrind)
-		return;
-	*(volatile uintptr_t *)at = GMP__STACK_CANARY ^ at;
-	g->stkcanary = at;
-}
-
-/* A new G's stack (gmp__malg): nothing committed but the top page, where
- * the canary starts, at its lowest word. */
+/* A new G's stack (gmp__malg): nothing committed but the top page. */
 void gmp__stack_new_g(gmp_g *g)
 {
 	g->stklow = g->stack.hi;
 	g->stkstate = GMP__STK_TRIMMED;
-	canary_set(g, g->stack.hi - gmp__pagesize());
 }
 
 /* Gives back the pages of dead g's stack below the kept top: at_exit, as
@@ -453,12 +421,6 @@ void gmp__stack_new_g(gmp_g *g)
 void gmp__stack_trim_g(gmp_g *g, bool at_exit)
 {
 	gmp__stack_trim(&g->stack, gmp__stack_keep);
-	/* The task went below the top page at least: the canary moves to
-	 * the bottom of the kept top, which such tasks (may) commit anyway,
-	 * so that the next ones that stay within it cost no trim. A sweep
-	 * leaves the canary where it is: moving it would commit a page. */
-	if (at_exit && g->stkcanary)
-		canary_set(g, g->stack.hi - gmp__stack_keep);
 	g->stkstate = GMP__STK_TRIMMED;
 	gmp__add64_rlx(at_exit ? &stk.ntrim_exit : &stk.ntrim_swept, 1);
 }

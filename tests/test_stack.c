@@ -442,10 +442,10 @@ enum { DEEP_TASKS = 50, DEEP_BYTES = 128 * 1024 };
 static gmp_wg deep_wg;
 static gmp_chan *deep_gate;
 
-/* Three ways down, one frame each: a frame that writes all of itself (so
- * it covers the canary), one that blocks at a switch point while deep,
- * and one that writes a byte every page, the auditor's probe, which only
- * a sweep catches. Not instrumented by ASan, whose fake stacks would keep
+/* Three ways down, one frame each: a frame that writes all of itself, one
+ * that blocks at a switch point while deep (seen as it ends), and one that
+ * writes a byte every page, the auditor's probe. The first and the last
+ * give no sign at a switch point: the sweep catches them. Not instrumented by ASan, whose fake stacks would keep
  * the frames off the task's stack. */
 __attribute__((noinline, no_sanitize_address)) static void deep_dense(void)
 {
@@ -510,9 +510,9 @@ static int deep_at_exit_main(void *arg)
 	uintptr_t kind = (uintptr_t)arg;
 	uint64_t before = trims_at_exit();
 	run_deep(kind);
-	/* Each one went below the kept top, and said so as it ended: by
-	 * its canary or by the sp it parked with. Each stack has given
-	 * back its pages at once (a sweep would take a second or more). */
+	/* Each one went below the kept top, and said so as it ended by
+	 * the sp it parked with. Each stack has given back its pages at
+	 * once (a sweep would take a second or more). */
 	T_ASSERT(trims_at_exit() >= before + DEEP_TASKS);
 	for (long i = 0; i < DEEP_TASKS; i++) {
 		T_ASSERT(gmp__readgstatus(gs[i]) == GMP__G_DEAD);
@@ -535,27 +535,20 @@ static void deep_at_exit(uintptr_t kind)
 	gs = NULL;
 }
 
-static void test_stack_trim_deep_task_as_it_ends(void **s)
-{
-	(void)s;
-	deep_at_exit(0);
-}
-
 static void test_stack_trim_task_parked_deep_as_it_ends(void **s)
 {
 	(void)s;
 	deep_at_exit(1);
 }
 
-/* The probe's tasks give no sign at exit; the sweep finds their stacks
- * aged in the free list, and the pages go back within about three
- * seconds: a rotation moves the idle P's cache to old, and the next one,
- * a second later, ages it out. Waits up to 60 s (sanitizers and qemu-user
- * are slow). */
+/* Tasks that went deep between switch points give no sign at exit; the
+ * sweep finds their stacks aged in the free list, and the pages go back
+ * within about three seconds: a rotation moves the idle P's cache to old,
+ * and the next one, a second later, ages it out. Waits up to 60 s
+ * (sanitizers and qemu-user are slow). */
 static int deep_sweep_main(void *arg)
 {
-	(void)arg;
-	run_deep(2);
+	run_deep((uintptr_t)arg);
 	long committed = 0;
 	for (long i = 0; i < DEEP_TASKS; i++)
 		committed += (long)deep_pages(gs[i]);
@@ -577,19 +570,30 @@ static int deep_sweep_main(void *arg)
 	return 0;
 }
 
-static void test_stack_trim_sweep_catches_sparse_deep_tasks(void **s)
+static void deep_sweep(uintptr_t kind)
 {
-	(void)s;
 	if (!dontneed_works()) {
 		print_message("MADV_DONTNEED keeps the pages here\n");
 		skip();
 	}
 	gs = calloc(DEEP_TASKS, sizeof *gs);
 	init_with(2, 0);
-	assert_int_equal(gmp_main(deep_sweep_main, NULL), 0);
+	assert_int_equal(gmp_main(deep_sweep_main, (void *)kind), 0);
 	assert_int_equal(gmp_shutdown(), 0);
 	free(gs);
 	gs = NULL;
+}
+
+static void test_stack_trim_sweep_catches_dense_deep_tasks(void **s)
+{
+	(void)s;
+	deep_sweep(0);
+}
+
+static void test_stack_trim_sweep_catches_sparse_deep_tasks(void **s)
+{
+	(void)s;
+	deep_sweep(2);
 }
 
 /* Tasks that stay on their top page cost no trim as they end: no system
@@ -888,8 +892,8 @@ GMP_TEST_MAIN(cmocka_unit_test(test_stack_layout),
 	      cmocka_unit_test(test_stack_batch_without_process_madvise),
 	      cmocka_unit_test(test_stack_reuse_dead_tasks),
 	      cmocka_unit_test(test_stack_trim_spares_the_g),
-	      cmocka_unit_test(test_stack_trim_deep_task_as_it_ends),
 	      cmocka_unit_test(test_stack_trim_task_parked_deep_as_it_ends),
+	      cmocka_unit_test(test_stack_trim_sweep_catches_dense_deep_tasks),
 	      cmocka_unit_test(test_stack_trim_sweep_catches_sparse_deep_tasks),
 	      cmocka_unit_test(test_stack_trim_spares_shallow_tasks),
 	      cmocka_unit_test(test_stack_sweep_settles_when_idle),
