@@ -146,7 +146,6 @@ gmp_g *gmp__malg(void)
 		return NULL;
 	gmp_g *g = memset(mem, 0, sizeof *g); /* as calloc would */
 	g->stack = st;
-	gmp__stack_new_g(g);
 	gmp__store32_rlx(&g->status, GMP__G_IDLE); /* racy readers: sysmon */
 	gmp__casgstatus(g, GMP__G_IDLE, GMP__G_DEAD);
 	gmp__lock(&gmp__allg_lock);

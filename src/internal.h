@@ -611,7 +611,6 @@ void gmp__stack_init(void);
 int gmp__stack_alloc(gmp__stack *s, void **gmem);
 void gmp__stack_forget(gmp__stack *s);
 void gmp__stack_trim(gmp__stack *s, size_t keep);
-void gmp__stack_new_g(gmp_g *g);
 void gmp__stack_trim_g(gmp_g *g, bool at_exit);
 void gmp__stack_trims(uint64_t *at_exit, uint64_t *swept);
 uint32_t gmp__stack_valgrind_register(uintptr_t lo, uintptr_t hi);

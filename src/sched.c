@@ -68,7 +68,7 @@
  * at its holder's next schedule(): its queue goes to the global queue and
  * it becomes DEAD instead of idle. Growing just adds idle Ps. Shrinking
  * makes idle Ps beyond the count DEAD at once; a P that becomes DEAD hands
- * its timers to P0 (dead_p_timers). A held one is retiring until its
+ * its timers to P0 (p_die). A held one is retiring until its
  * holder notices, which a task in a long syscall or a long computation
  * would delay; so meanwhile every walker that looks for work or timers
  * covers it (they go up to sched.nallp, not gomaxprocs), and sysmon asks
@@ -277,15 +277,19 @@ static void drain_poke(void)
 	}
 }
 
-/* p has just become DEAD (sched.lock held; no M holds it, so no timer can
- * be added to it). Its timers go to P0, which is always live, and whoever
- * sleeps until the earliest timer must hear of them: the M blocked in the
- * poller, if it would oversleep, and sysmon, if it sleeps deeply (its
- * rounds start an M for a timer overdue on an idle P). Not
- * gmp__wake_netpoller: its wakep takes sched.lock. Lock order: sched.lock
- * before any P's timers lock (nothing takes sched.lock holding one). */
-static void dead_p_timers(gmp_p *p)
+/* Retires p, beyond gomaxprocs and held by no M (sched.lock held): DEAD,
+ * its cached Gs to the global list, its timers to P0, which is always
+ * live. No timer can be added to it after (that takes holding it); and
+ * whoever sleeps until the earliest timer must hear of the moved ones: the
+ * M blocked in the poller, if it would oversleep, and sysmon, if it
+ * sleeps deeply (its rounds start an M for a timer overdue on an idle P).
+ * Not gmp__wake_netpoller: its wakep takes sched.lock. Lock order:
+ * sched.lock before any P's timers lock (nothing takes sched.lock holding
+ * one). */
+static void p_die(gmp_p *p)
 {
+	gmp__store32_rel(&p->status, GMP__P_DEAD);
+	gmp__gfpurge(p);
 	int64_t when = gmp__timers_next(&p->timers);
 	if (when == 0)
 		return;
@@ -306,9 +310,7 @@ void gmp__pidleput(gmp_p *p)
 		gmp__throw("pidleput: P %d has runnable tasks", p->id);
 	gmp__storep_rlx(&p->m, NULL);
 	if ((uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
-		gmp__store32_rel(&p->status, GMP__P_DEAD);
-		gmp__gfpurge(p);
-		dead_p_timers(p);
+		p_die(p);
 		/* full: the #StoreLoad of drain_poke (rare path) */
 		gmp__add32_full(&gmp__sched.drain_seq, 0);
 		drain_poke();
@@ -986,7 +988,6 @@ static void retire_p(gmp_m *m)
 	gmp_g *g;
 	while ((g = gmp__runq_get(p, &inherit)) != NULL)
 		gmp__gq_push(&q, g);
-	gmp__gfpurge(p);
 	if (m->spinning) {
 		gmp__storeb_rlx(&m->spinning, false);
 		gmp__add32_full(&gmp__sched.nmspinning, -1);
@@ -996,11 +997,11 @@ static void retire_p(gmp_m *m)
 	bool work = q.n != 0;
 	if (work)
 		gmp__globrunq_putbatch(&q);
-	gmp__pidleput(p); /* DEAD now, unless the count grew again */
+	/* DEAD now, its cached Gs and timers moved (p_die), unless the count
+	 * grew again */
+	gmp__pidleput(p);
 	gmp_p *np = gmp__pidleget();
 	gmp__unlock(&gmp__sched.lock);
-	/* Its timers go to a live P: ours next, or P0 (always live). */
-	gmp__timers_move(p, np ? np : gmp__loadp_acq(&gmp__sched.allp[0]));
 	if (np) {
 		gmp__acquirep(m, np);
 		if (work)
@@ -1394,10 +1395,8 @@ int gmp__procresize(int n)
 			if ((uint32_t)p->id >= (uint32_t)n) {
 				*pp = p->link;
 				p->link = NULL;
-				gmp__store32_rel(&p->status, GMP__P_DEAD);
 				gmp__add32_full(&gmp__sched.npidle, -1);
-				gmp__gfpurge(p);
-				dead_p_timers(p);
+				p_die(p);
 			} else {
 				pp = &p->link;
 			}

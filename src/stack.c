@@ -67,8 +67,8 @@
  * such stacks are left to a sweep (g.c): sysmon ages the global free
  * list in generations, and a G that sat in it a whole period with nobody
  * taking it has its stack trimmed, unless it is TRIMMED already
- * (g->stkstate: USED when a task starts on it, TRIMMED after a trim, or
- * for a new G). Such a stack thus gives its pages back within two or
+ * (g->stkstate: USED when a task starts on it, TRIMMED after a trim).
+ * Such a stack thus gives its pages back within two or
  * three seconds of going unused; a G reused all the time keeps them, as
  * any cache in use does; and each G costs the sweep at most one system
  * call per time it is freed and left unused, which for a shallow stack
@@ -405,13 +405,6 @@ void gmp__stack_trim(gmp__stack *s, size_t keep)
 	int saved = errno;
 	madvise((void *)s->lo, s->hi - s->lo - keep, MADV_DONTNEED);
 	errno = saved;
-}
-
-/* A new G's stack (gmp__malg): nothing committed but the top page. */
-void gmp__stack_new_g(gmp_g *g)
-{
-	g->stklow = g->stack.hi;
-	g->stkstate = GMP__STK_TRIMMED;
 }
 
 /* Gives back the pages of dead g's stack below the kept top: at_exit, as
