@@ -521,15 +521,17 @@ static int deep_at_exit_main(void *arg)
 	return 0;
 }
 
-static void deep_at_exit(uintptr_t kind)
+/* Runs fn(kind) as gmp_main's function at procs Ps, with gs[] for the
+ * deep tasks' Gs. */
+static void run_deep_test(int (*fn)(void *), uintptr_t kind, int procs)
 {
 	if (!dontneed_works()) {
 		print_message("MADV_DONTNEED keeps the pages here\n");
 		skip();
 	}
 	gs = calloc(DEEP_TASKS, sizeof *gs);
-	init_with(1, 0);
-	assert_int_equal(gmp_main(deep_at_exit_main, (void *)kind), 0);
+	init_with(procs, 0);
+	assert_int_equal(gmp_main(fn, (void *)kind), 0);
 	assert_int_equal(gmp_shutdown(), 0);
 	free(gs);
 	gs = NULL;
@@ -538,7 +540,7 @@ static void deep_at_exit(uintptr_t kind)
 static void test_stack_trim_task_parked_deep_as_it_ends(void **s)
 {
 	(void)s;
-	deep_at_exit(1);
+	run_deep_test(deep_at_exit_main, 1, 1);
 }
 
 /* Tasks that went deep between switch points give no sign at exit; the
@@ -570,30 +572,16 @@ static int deep_sweep_main(void *arg)
 	return 0;
 }
 
-static void deep_sweep(uintptr_t kind)
-{
-	if (!dontneed_works()) {
-		print_message("MADV_DONTNEED keeps the pages here\n");
-		skip();
-	}
-	gs = calloc(DEEP_TASKS, sizeof *gs);
-	init_with(2, 0);
-	assert_int_equal(gmp_main(deep_sweep_main, (void *)kind), 0);
-	assert_int_equal(gmp_shutdown(), 0);
-	free(gs);
-	gs = NULL;
-}
-
 static void test_stack_trim_sweep_catches_dense_deep_tasks(void **s)
 {
 	(void)s;
-	deep_sweep(0);
+	run_deep_test(deep_sweep_main, 0, 2);
 }
 
 static void test_stack_trim_sweep_catches_sparse_deep_tasks(void **s)
 {
 	(void)s;
-	deep_sweep(2);
+	run_deep_test(deep_sweep_main, 2, 2);
 }
 
 /* Tasks that stay on their top page cost no trim as they end: no system
