@@ -405,7 +405,10 @@ typedef struct gmp__sched {
 	 * that nothing on a retiring P waits for its holder. */
 	gmp_p *allp[GMP__MAXPROCS_LIMIT];
 	volatile uint32_t gomaxprocs; /* atomic; changed under sched.lock */
-	volatile uint32_t nallp;      /* atomic; grows under sched.lock */
+	/* atomic; grows under sched.lock: procresize stores it (release)
+	 * after publishing allp[i]; walkers load it (acquire) before the
+	 * entries below it */
+	volatile uint32_t nallp;
 
 	/* The network poller (netpoll.c): lastpoll is when the last poll
 	 * ended, 0 while an M is blocked in one (at most one M blocks);
