@@ -27,6 +27,21 @@ static void nb_socketpair(int sv[2])
 	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
 }
 
+/* Moves fd to a number at or above 512 and returns it. Tests whose calls
+ * may come after a gmp_close has finished need this: the kernel hands
+ * out the lowest free number, so a freshly closed low number is taken at
+ * once by whatever opens a file next (the runtime's epoll instance, or
+ * sysmon reading /proc/self/mountinfo for its CPU-count check), and a
+ * late call would then read that file, not fail with -EBADF. A high
+ * number stays free while lower ones are. */
+static int move_high(int fd)
+{
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	T_ASSERT(hi >= 512);
+	T_ASSERT(close(fd) == 0);
+	return hi;
+}
+
 /* Waits (on this thread, not a task) until cond() holds, at most 10 s. */
 static bool wait_for(bool (*cond)(void *), void *arg)
 {
@@ -519,6 +534,7 @@ static void bad_fd_checks(void)
 	/* gmp_close twice: the second finds nothing to close. */
 	int sv[2];
 	nb_socketpair(sv);
+	sv[0] = move_high(sv[0]);
 	T_ASSERT(gmp_close(sv[0]) == 0);
 	T_ASSERT(gmp_close(sv[0]) == -EBADF);
 	T_ASSERT(gmp_read(sv[0], &c, 1) == -EBADF);
@@ -672,6 +688,7 @@ static void test_io_close_wakes_every_waiter(void **s)
 	tu_init(2);
 	atomic_store(&close_results, 0);
 	nb_socketpair(closing_sv);
+	closing_sv[0] = move_high(closing_sv[0]); /* fcntl after close */
 	gmp_go(closing_reader, NULL);
 	gmp_go(closing_reader2, NULL);
 	gmp_go(closing_poller, NULL);
@@ -754,7 +771,9 @@ static void test_io_close_blocking_descriptor_in_use(void **s)
 }
 
 /* gmp_close racing with busy readers and writers, tasks and a thread:
- * everyone ends with an error, nobody hangs, the number is closed. */
+ * everyone ends with an error, nobody hangs, the number is closed. A
+ * caller may start after the close has finished (the closer sleeps 0 in
+ * some rounds), so the number is a high one (move_high). */
 #define RACE_ROUNDS 200
 
 static int race_sv[2];
@@ -831,6 +850,7 @@ static void close_races_at(int procs)
 	tu_init(procs);
 	for (int i = 0; i < RACE_ROUNDS; i++) {
 		nb_socketpair(race_sv);
+		race_sv[0] = move_high(race_sv[0]);
 		atomic_store(&race_left, 8);
 		gmp_go(race_peer, (void *)(intptr_t)race_sv[1]);
 		gmp_go(race_reader, NULL);
