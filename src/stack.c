@@ -68,13 +68,13 @@
  * list in generations, and a G that sat in it a whole period with nobody
  * taking it has its stack trimmed, unless it is TRIMMED already
  * (g->stkstate: USED when a task starts on it, TRIMMED after a trim).
- * Such a stack thus gives its pages back within two or
- * three seconds of going unused; a G reused all the time keeps them, as
- * any cache in use does; and each G costs the sweep at most one system
- * call per time it is freed and left unused, which for a shallow stack
- * (nothing to give back) is the price of not knowing. The sweep spends at
- * most 5% of a CPU, so a burst of a million tasks is aged out over some
- * seconds, and nothing once all is trimmed.
+ * Such a stack thus gives its pages back within two or three seconds of
+ * going unused; a G reused all the time keeps them, as any cache in use
+ * does; and each G costs the sweep at most one system call per time it
+ * is freed and left unused, which for a shallow stack (nothing to give
+ * back) is the price of not knowing. The sweep spends at most 5% of a
+ * CPU, so a burst of a million tasks is aged out over some seconds, and
+ * nothing once all is trimmed.
  *
  * Nothing is trimmed while a task runs on the stack: only dead Gs, by
  * their holder (the M ending the task, or the sweep, which holds the one

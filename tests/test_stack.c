@@ -445,8 +445,8 @@ static gmp_chan *deep_gate;
 /* Three ways down, one frame each: a frame that writes all of itself, one
  * that blocks at a switch point while deep (seen as it ends), and one that
  * writes a byte every page, the auditor's probe. The first and the last
- * give no sign at a switch point: the sweep catches them. Not instrumented by ASan, whose fake stacks would keep
- * the frames off the task's stack. */
+ * give no sign at a switch point: the sweep catches them. Not instrumented
+ * by ASan, whose fake stacks would keep the frames off the task's stack. */
 __attribute__((noinline, no_sanitize_address)) static void deep_dense(void)
 {
 	volatile char big[DEEP_BYTES];
