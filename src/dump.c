@@ -117,7 +117,7 @@ static const char *pstatus_name(uint32_t s)
 
 /* As racy as its callers' reads (the M may be new or recycled), so it
  * needs the attribute too: it is not inlined into them under TSan. */
-RACY_READER static int64_t m_id(const gmp_m *m)
+RACY_READER static int64_t m_id(const gmp__m *m)
 {
 	return m ? m->id : -1;
 }
@@ -142,8 +142,8 @@ RACY_READER static bool task_line(struct out *o, gmp_g *g)
 	}
 	out_str(o, "]: entry=");
 	out_ptr(o, (const void *)(uintptr_t)g->fn);
-	gmp_m *m = gmp__loadp_rlx(&g->m);
-	gmp_m *last = gmp__loadp_rlx(&g->lastm);
+	gmp__m *m = gmp__loadp_rlx(&g->m);
+	gmp__m *last = gmp__loadp_rlx(&g->lastm);
 	if (m && (st == GMP__G_RUNNING || st == GMP__G_SYSCALL)) {
 		out_str(o, " m=");
 		out_i64(o, m->id);
@@ -174,7 +174,7 @@ RACY_READER void gmp__sched_detail(FILE *f)
 	/* retiring Ps too (see sched.nallp); dead ones say so */
 	uint32_t procs = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < procs; i++) {
-		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!p)
 			continue;
 		out_str(&o, "  P");
@@ -193,8 +193,8 @@ RACY_READER void gmp__sched_detail(FILE *f)
 		out_i64(&o, p->ngfree);
 		out_str(&o, "\n");
 	}
-	for (gmp_m *m = gmp__loadp_acq(&gmp__sched.allm); m; m = m->alllink) {
-		gmp_p *p = gmp__loadp_rlx(&m->p);
+	for (gmp__m *m = gmp__loadp_acq(&gmp__sched.allm); m; m = m->alllink) {
+		gmp__p *p = gmp__loadp_rlx(&m->p);
 		gmp_g *g = gmp__loadp_rlx(&m->curg);
 		gmp_g *lg = gmp__loadp_rlx(&m->lockedg);
 		out_str(&o, "  M");

@@ -113,7 +113,7 @@ static inline void gmp__fiber_stack_reset(gmp_g *g)
  * (fiber_to_task) before it overflows. */
 #define GMP__TSAN_G0_ROUNDS 128
 
-static inline void gmp__fiber_m_init(gmp_m *m)
+static inline void gmp__fiber_m_init(gmp__m *m)
 {
 #if GMP__TSAN
 	m->tsan_fiber_thread = __tsan_get_current_fiber();
@@ -125,7 +125,7 @@ static inline void gmp__fiber_m_init(gmp_m *m)
 
 /* mstart has set its exit jmp_buf (on the thread's fiber, where the
  * longjmp in mexit must find it); from here on we are g0. */
-static inline void gmp__fiber_m_enter_g0(gmp_m *m)
+static inline void gmp__fiber_m_enter_g0(gmp__m *m)
 {
 #if GMP__TSAN
 	__tsan_switch_to_fiber(m->tsan_fiber_g0, 0);
@@ -136,7 +136,7 @@ static inline void gmp__fiber_m_enter_g0(gmp_m *m)
 
 /* The M leaves through a longjmp to mstart: TSan looks the jmp_buf up
  * in the current fiber, so return to the thread's own first. */
-static inline void gmp__fiber_m_exit(gmp_m *m)
+static inline void gmp__fiber_m_exit(gmp__m *m)
 {
 #if GMP__TSAN
 	__tsan_switch_to_fiber(m->tsan_fiber_thread, 0);
@@ -146,7 +146,7 @@ static inline void gmp__fiber_m_exit(gmp_m *m)
 }
 
 /* Back in mstart, on the thread's fiber: g0's can go. */
-static inline void gmp__fiber_m_done(gmp_m *m)
+static inline void gmp__fiber_m_done(gmp__m *m)
 {
 #if GMP__TSAN
 	__tsan_destroy_fiber(m->tsan_fiber_g0);
@@ -156,7 +156,7 @@ static inline void gmp__fiber_m_done(gmp_m *m)
 #endif
 }
 
-static inline void gmp__fiber_to_g0(gmp_m *m, gmp_g *g, bool dying)
+static inline void gmp__fiber_to_g0(gmp__m *m, gmp_g *g, bool dying)
 {
 #if GMP__ASAN
 	if (dying)
@@ -173,7 +173,7 @@ static inline void gmp__fiber_to_g0(gmp_m *m, gmp_g *g, bool dying)
 	(void)dying;
 }
 
-static inline void gmp__fiber_on_g0(gmp_m *m)
+static inline void gmp__fiber_on_g0(gmp__m *m)
 {
 #if GMP__ASAN
 	__sanitizer_finish_switch_fiber(m->asan_fake_stack_g0, NULL, NULL);
@@ -190,7 +190,7 @@ static inline void gmp__fiber_on_g0(gmp_m *m)
 #endif
 }
 
-static inline void gmp__fiber_to_task(gmp_m *m, gmp_g *g)
+static inline void gmp__fiber_to_task(gmp__m *m, gmp_g *g)
 {
 #if GMP__ASAN
 	m->asan_g0_low = GMP__FIBER_HERE();
@@ -239,7 +239,7 @@ static inline void gmp__fiber_on_task(gmp_g *g)
  * switch point (stack.c): a task that parks with a deep stack is trimmed
  * when it ends. */
 static inline __attribute__((always_inline)) void
-gmp__mcall(gmp_m *m, gmp_g *g, void (*fn)(gmp_g *))
+gmp__mcall(gmp__m *m, gmp_g *g, void (*fn)(gmp_g *))
 {
 	uintptr_t sp = gmp__ctx_sp();
 	if (sp < g->stklow)

@@ -202,7 +202,7 @@ static gmp_g *pop_batch_locked(gmp__gfbatches *l)
 	return b;
 }
 
-void gmp__gfput(gmp_p *p, gmp_g *g)
+void gmp__gfput(gmp__p *p, gmp_g *g)
 {
 	if (gmp__readgstatus(g) != GMP__G_DEAD)
 		gmp__throw("gfput: task %lld is %s, not dead", (long long)g->id,
@@ -229,7 +229,7 @@ void gmp__gfput(gmp_p *p, gmp_g *g)
 
 /* A dead G from p's list (refilled from the global one), or from the
  * global list directly when p is NULL (callers that hold no P). */
-gmp_g *gmp__gfget(gmp_p *p)
+gmp_g *gmp__gfget(gmp__p *p)
 {
 	if (!p) {
 		/* One G: the first of the first batch. */
@@ -269,7 +269,7 @@ gmp_g *gmp__gfget(gmp_p *p)
 
 /* Moves all of p's dead Gs to the global list (p is going away, or the
  * sweep asked for them): to young, where they start to age. */
-void gmp__gfpurge(gmp_p *p)
+void gmp__gfpurge(gmp__p *p)
 {
 	if (p->gfree)
 		gfree_push_batch(&gmp__sched.gfree.young, p->gfree, p->ngfree);
@@ -317,7 +317,7 @@ static void rotate(int64_t now)
 	 * what it moves is guarded by gfree.lock, not by this counter. */
 	uint32_t gen = gmp__add32_rlx(&gmp__sched.gfsweepgen, 1) + 1;
 	gmp__lock(&gmp__sched.lock);
-	for (gmp_p *p = gmp__sched.pidle; p; p = p->link) {
+	for (gmp__p *p = gmp__sched.pidle; p; p = p->link) {
 		gmp__gfpurge(p);
 		p->gfsweepgen = gen; /* moved already */
 	}
@@ -440,7 +440,7 @@ GMP_EXTERN int gmp_setspecific(gmp_key key, const void *value)
 {
 	if (key.id == 0 || key.id > gmp__load32_acq(&keys.n))
 		return -EINVAL;
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g)
 		return -EPERM;
@@ -464,7 +464,7 @@ GMP_EXTERN int gmp_setspecific(gmp_key key, const void *value)
 
 GMP_EXTERN void *gmp_getspecific(gmp_key key)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g || key.id == 0 || key.id > g->nkeys)
 		return NULL;

@@ -31,8 +31,8 @@
 #include "os.h"
 #include "timer.h"
 
-typedef struct gmp_m gmp_m;
-typedef struct gmp_p gmp_p;
+typedef struct gmp__m gmp__m;
+typedef struct gmp__p gmp__p;
 
 #define GMP__LIKELY(x) __builtin_expect(!!(x), 1)
 #define GMP__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -120,13 +120,13 @@ struct gmp_g {
 	/* gmp_main's task, until its function returns: the waiting thread
 	 * that gmp_exit must tell (runtime.c); NULL otherwise. Owner. */
 	struct gmp__main *mainwait;
-	gmp_g *schedlink;  /* next in a run queue or free list; queue owner */
-	gmp_g *gfreebatch; /* global free list: the next batch (on the
+	gmp_g *schedlink;   /* next in a run queue or free list; queue owner */
+	gmp_g *gfreebatch;  /* global free list: the next batch (on the
 				   first G of a batch); under gfree.lock */
-	gmp_m *volatile m; /* the M running it; NULL when not running;
+	gmp__m *volatile m; /* the M running it; NULL when not running;
 				   owner writes, sysmon reads racily */
-	gmp_m *lastm;      /* racy: the M it ran on last (for dumps) */
-	gmp_m *lockedm;    /* M this G is locked to (LockOSThread); owner */
+	gmp__m *lastm;      /* racy: the M it ran on last (for dumps) */
+	gmp__m *lockedm;    /* M this G is locked to (LockOSThread); owner */
 	volatile bool preempt; /* atomic: sysmon asks it to yield */
 	uint8_t stkstate;      /* GMP__STK_*: what trimming knows of the stack;
 			     whoever holds the G (stack.c) */
@@ -157,23 +157,23 @@ struct gmp_g {
  * round). An M holds at most one P; without one it is idle (parked on
  * park), spinning, in a syscall, or locked and waiting for its G.
  */
-struct gmp_m {
+struct gmp__m {
 	int64_t id;
 	gmp_g *volatile curg;   /* G running now; owner writes (relaxed
 				    atomic), sysmon and dumps read racily */
-	gmp_p *volatile p;      /* P held; owner (sysmon may clear it while
+	gmp__p *volatile p;     /* P held; owner (sysmon may clear it while
 				    curg is SYSCALL|SCAN, see syscall.c) */
-	gmp_p *nextp;           /* P handed over by startm; set before the
+	gmp__p *nextp;          /* P handed over by startm; set before the
 				    notewakeup that releases the M */
-	gmp_p *oldp;            /* P held when the syscall began; owner */
+	gmp__p *oldp;           /* P held when the syscall began; owner */
 	uint32_t syscalltick;   /* p->syscalltick at entersyscall; owner */
 	volatile bool spinning; /* owner; counted in sched.nmspinning */
 	volatile bool idle;     /* on sched.midle; sched.lock */
 	bool exiting;           /* set with park woken: leave the thread */
 	gmp__note park;         /* where the idle M sleeps */
-	gmp_m *schedlink;       /* idle list (sched.midle); sched.lock */
-	gmp_m *alllink;         /* all-M list; immutable once linked */
-	gmp_m *freelink;        /* sched.freem; sched.lock */
+	gmp__m *schedlink;      /* idle list (sched.midle); sched.lock */
+	gmp__m *alllink;        /* all-M list; immutable once linked */
+	gmp__m *freelink;       /* sched.freem; sched.lock */
 
 	/* LockOSThread (src/syscall.c): G locked to this M and nest counts. */
 	gmp_g *volatile lockedg;
@@ -185,12 +185,12 @@ struct gmp_m {
 
 	/* Thread and g0 stack. */
 	pthread_t thread;
-	pid_t tid;                 /* racy: for dumps and tests */
-	bool thread_joinable;      /* a thread was created and not yet joined */
-	uintptr_t g0sp;            /* where mcall starts g0 frames; owner */
-	uintptr_t g0_lo, g0_hi;    /* the thread's stack bounds; owner */
-	uint32_t valgrind_g0_id;   /* g0's VALGRIND_STACK_REGISTER handle */
-	void (*mstartfn)(gmp_m *); /* run once on the new thread before
+	pid_t tid;               /* racy: for dumps and tests */
+	bool thread_joinable;    /* a thread was created and not yet joined */
+	uintptr_t g0sp;          /* where mcall starts g0 frames; owner */
+	uintptr_t g0_lo, g0_hi;  /* the thread's stack bounds; owner */
+	uint32_t valgrind_g0_id; /* g0's VALGRIND_STACK_REGISTER handle */
+	void (*mstartfn)(gmp__m *);  /* run once on the new thread before
 				       scheduling; NULL for plain workers */
 	volatile uint32_t *preemptp; /* this thread's preempt flag (tls.c) */
 	int *errnop;                 /* this thread's errno (&errno on it) */
@@ -223,12 +223,12 @@ enum gmp__pstatus {
 
 #define GMP__RUNQ_SIZE 256u
 
-struct gmp_p {
+struct gmp__p {
 	int32_t id;
 	volatile uint32_t status;    /* atomic store under sched.lock or by the
 				     holder; racy loads by sysmon/stealers */
-	gmp_p *link;                 /* sched.pidle; sched.lock */
-	gmp_m *volatile m;           /* holder; racy reads by sysmon */
+	gmp__p *link;                /* sched.pidle; sched.lock */
+	gmp__m *volatile m;          /* holder; racy reads by sysmon */
 	volatile uint32_t schedtick; /* owner writes, sysmon reads (racy) */
 	volatile uint32_t syscalltick; /* owner writes, sysmon reads (racy) */
 	volatile bool preempt; /* sysmon: the slice expired, skip runnext */
@@ -346,7 +346,7 @@ typedef struct gmp__sched {
 	gmp__mutex lock;
 	gmp__mutex mexit_lock; /* an M's thread stays alive while held */
 
-	gmp_m *midle;             /* idle Ms; sched.lock */
+	gmp__m *midle;            /* idle Ms; sched.lock */
 	volatile uint32_t nmidle; /* sched.lock; racy reads for stats */
 	int32_t nmidlelocked; /* locked Ms waiting for their G; sched.lock */
 	int64_t mnext;        /* Ms ever created = next M id; sched.lock */
@@ -356,12 +356,12 @@ typedef struct gmp__sched {
 	volatile uint32_t mcreating; /* startm's thread creations in flight;
 					written under sched.lock, awaited by
 					gmp__sched_stop (acquire) */
-	gmp_m *freem;                /* exited Ms whose threads await a join;
+	gmp__m *freem;               /* exited Ms whose threads await a join;
 				     sched.lock */
-	gmp_m *allm;                 /* every M struct ever made; prepend-only
+	gmp__m *allm;                /* every M struct ever made; prepend-only
 				     under sched.lock, read lock-free */
 
-	gmp_p *pidle;                   /* idle Ps; sched.lock */
+	gmp__p *pidle;                  /* idle Ps; sched.lock */
 	volatile uint32_t npidle;       /* atomic; written under sched.lock */
 	volatile uint32_t nmspinning;   /* atomic (see sched.c's protocol) */
 	volatile uint32_t needspinning; /* atomic: a P must not go idle */
@@ -403,7 +403,7 @@ typedef struct gmp__sched {
 	 * nallp are NULL. allp grows only; entries are never freed while
 	 * running. Walkers that look for work or timers go up to nallp, so
 	 * that nothing on a retiring P waits for its holder. */
-	gmp_p *allp[GMP__MAXPROCS_LIMIT];
+	gmp__p *allp[GMP__MAXPROCS_LIMIT];
 	volatile uint32_t gomaxprocs; /* atomic; changed under sched.lock */
 	/* atomic; grows under sched.lock: procresize stores it (release)
 	 * after publishing allp[i]; walkers load it (acquire) before the
@@ -454,8 +454,8 @@ enum { GMP__GUARD_AUTO = 0, GMP__GUARD_ALWAYS = 1, GMP__GUARD_NEVER = 2 };
  * thread-local address (or glibc's const __errno_location) in a register
  * across the call that switched threads. A call into another translation
  * unit is opaque, so each access reads the current thread's copy. */
-gmp_m *gmp__getm(void);
-void gmp__setm(gmp_m *m);
+gmp__m *gmp__getm(void);
+void gmp__setm(gmp__m *m);
 int gmp__errno_get(void);
 void gmp__errno_set(int e);
 volatile uint32_t *gmp__tls_preempt_flag(void);
@@ -468,9 +468,9 @@ void gmp__preempt_slow(void);
 extern gmp__mutex gmp__allg_lock;
 extern gmp_g *gmp__allg;
 extern int64_t gmp__allg_n; /* Gs made or being made; allg_lock */
-gmp_g *gmp__gfget(gmp_p *p);
-void gmp__gfput(gmp_p *p, gmp_g *g);
-void gmp__gfpurge(gmp_p *p);
+gmp_g *gmp__gfget(gmp__p *p);
+void gmp__gfput(gmp__p *p, gmp_g *g);
+void gmp__gfpurge(gmp__p *p);
 int64_t gmp__gfree_sweep(int64_t now);
 typedef struct gmp__gfree_stats {
 	int64_t young, old, clean; /* Gs in each list */
@@ -541,23 +541,23 @@ gmp__casgstatus(gmp_g *g, uint32_t from, uint32_t to)
 /* runq.c / runq.h: run queues; see there. */
 
 /* sched.c */
-_Noreturn void gmp__schedule(gmp_m *m);
-_Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit);
+_Noreturn void gmp__schedule(gmp__m *m);
+_Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit);
 void gmp__wakep(void);
-void gmp__startm(gmp_p *p, bool spinning, bool lockheld);
-void gmp__stopm(gmp_m *m);
-void gmp__handoffp(gmp_p *p);
-gmp_p *gmp__releasep(gmp_m *m);
-void gmp__acquirep(gmp_m *m, gmp_p *p);
-gmp_p *gmp__pidleget(void);
-void gmp__pidleput(gmp_p *p);
-gmp_m *gmp__mget(void);
-void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning);
+void gmp__startm(gmp__p *p, bool spinning, bool lockheld);
+void gmp__stopm(gmp__m *m);
+void gmp__handoffp(gmp__p *p);
+gmp__p *gmp__releasep(gmp__m *m);
+void gmp__acquirep(gmp__m *m, gmp__p *p);
+gmp__p *gmp__pidleget(void);
+void gmp__pidleput(gmp__p *p);
+gmp__m *gmp__mget(void);
+void gmp__newm(void (*fn)(gmp__m *), gmp__p *p, bool spinning);
 void gmp__ready(gmp_g *g, bool next);
 void gmp__ready_claimed(gmp_g *g, bool next);
 void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
 void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason);
-_Noreturn void gmp__goexit_locked(gmp_m *m);
+_Noreturn void gmp__goexit_locked(gmp__m *m);
 void gmp__globrunq_put(gmp_g *g);
 void gmp__globrunq_putbatch(gmp__gqueue *q);
 void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n);
@@ -570,16 +570,16 @@ int64_t gmp__timers_earliest(void);
 int64_t gmp__tasks_live(void);
 int gmp__procresize(int n);
 int gmp__sched_start(int maxprocs, int max_threads);
-void gmp__newm1(gmp_m *m);
+void gmp__newm1(gmp__m *m);
 int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
 			     void *(*fn)(void *), void *arg);
-void gmp__newm_start(gmp_m *m);
-_Noreturn void gmp__schedule_locked(gmp_m *m);
-void gmp__startlockedm(gmp_m *m, gmp_g *g);
+void gmp__newm_start(gmp__m *m);
+_Noreturn void gmp__schedule_locked(gmp__m *m);
+void gmp__startlockedm(gmp__m *m, gmp_g *g);
 void gmp__sched_stop(void);
 void gmp__goexit1(void) __attribute__((noreturn));
 void gmp__main_goexit(gmp_g *g);
-uint32_t gmp__cheaprand(gmp_m *m);
+uint32_t gmp__cheaprand(gmp__m *m);
 
 /* alloc.c: the one allocator pair, counted (and fault-injectable). */
 void *gmp__malloc(size_t n);
@@ -631,9 +631,9 @@ int64_t gmp__go_nop(gmp_fn fn, void *arg);
 int64_t gmp__go_foreign(gmp_fn fn, void *arg);
 
 /* syscall.c */
-bool gmp__block_on_exit_syscall(gmp_p *p, gmp_g **gp, gmp_m **mp);
+bool gmp__block_on_exit_syscall(gmp__p *p, gmp_g **gp, gmp__m **mp);
 void gmp__syscall_resume(gmp_g *g);
-void gmp__syscall_takep(gmp_m *m, gmp_p *p);
+void gmp__syscall_takep(gmp__m *m, gmp__p *p);
 
 /* thread.c */
 void gmp__template_stop(void);

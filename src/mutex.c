@@ -74,7 +74,7 @@ static bool can_spin(int iter)
 		return false;
 	/* A running task first: only then is m->p ours to read (in a
 	 * syscall window sysmon may take it away). */
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g || gmp__load32_rlx(&g->status) != GMP__G_RUNNING || !m->p)
 		return false;

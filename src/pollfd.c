@@ -258,7 +258,7 @@ void gmp__pd_set_kind(gmp__pd *pd, int kind)
 
 bool gmp__pd_caller_is_task(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? gmp__loadp_rlx(&m->curg) : NULL;
 	return g && gmp__load32_rlx(&g->status) == GMP__G_RUNNING;
 }

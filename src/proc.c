@@ -21,9 +21,9 @@ static struct {
 
 /* The calling thread's M and running G, if it runs a task that is not in a
  * system call; only then may it use its P's queue. */
-static inline gmp_m *task_m(void)
+static inline gmp__m *task_m(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	if (!m)
 		return NULL;
 	/* Status first: while the task is in a syscall, sysmon may clear
@@ -34,7 +34,7 @@ static inline gmp_m *task_m(void)
 	return m->p ? m : NULL;
 }
 
-static inline __attribute__((always_inline)) void dropg(gmp_m *m)
+static inline __attribute__((always_inline)) void dropg(gmp__m *m)
 {
 	gmp__storep_rlx(&m->curg->m, NULL); /* racy readers: sysmon */
 	gmp__storep_rlx(&m->curg, NULL);
@@ -51,7 +51,7 @@ static void task_main(void *arg)
 
 /* A runnable G for fn(arg), or NULL when memory ran out. p: the caller's P
  * (its caches are used), or NULL for a caller without one. */
-static gmp_g *newproc1(gmp_p *p, gmp_fn fn, void *arg)
+static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 {
 	gmp_g *g = gmp__gfget(p);
 	if (!g && !(g = gmp__malg()))
@@ -99,10 +99,10 @@ GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 {
 	if (!fn)
 		return -EINVAL;
-	gmp_m *m = task_m();
+	gmp__m *m = task_m();
 	if (!m)
 		return gmp__go_foreign(fn, arg);
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	gmp_g *g = newproc1(p, fn, arg);
 	if (!g)
 		return -ENOMEM;
@@ -118,7 +118,7 @@ GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 
 static void gosched_m(gmp_g *g)
 {
-	gmp_m *m = g->m;
+	gmp__m *m = g->m;
 	gmp__fiber_on_g0(m);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
 	dropg(m);
@@ -130,7 +130,7 @@ static void gosched_m(gmp_g *g)
 
 GMP_EXTERN void gmp_yield(void)
 {
-	gmp_m *m = task_m();
+	gmp__m *m = task_m();
 	if (!m || !m->curg)
 		return;
 	gmp__mcall(m, m->curg, gosched_m);
@@ -143,7 +143,7 @@ GMP_EXTERN void gmp_yield(void)
  * global one) thus lets its children run once per slice. */
 static void gopreempt_m(gmp_g *g)
 {
-	gmp_m *m = g->m;
+	gmp__m *m = g->m;
 	gmp__fiber_on_g0(m);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
 	dropg(m);
@@ -157,7 +157,7 @@ static void gopreempt_m(gmp_g *g)
  * flagged the slice. */
 void gmp__preempt_slow(void)
 {
-	gmp_m *m = task_m();
+	gmp__m *m = task_m();
 	if (!m || !m->curg)
 		return;
 	gmp__mcall(m, m->curg, gopreempt_m);
@@ -167,7 +167,7 @@ void gmp__preempt_slow(void)
 
 static void park_m(gmp_g *g)
 {
-	gmp_m *m = g->m;
+	gmp__m *m = g->m;
 	gmp__fiber_on_g0(m);
 	gmp_unlock_fn unlockf = m->waitunlockf;
 	void *lock = m->waitlock;
@@ -190,7 +190,7 @@ static void park_m(gmp_g *g)
  * recorded it): its M is g->m, which saves the thread-local lookup. */
 void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason)
 {
-	gmp_m *m = g->m;
+	gmp__m *m = g->m;
 	if (GMP__UNLIKELY(gmp__load32_rlx(&g->status) != GMP__G_RUNNING))
 		gmp__throw("gmp_park: task %lld is %s", (long long)g->id,
 			   gmp__gstatus_name(gmp__load32_rlx(&g->status)));
@@ -202,7 +202,7 @@ void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason)
 
 void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g)
 		gmp__throw("gmp_park called outside a task");
@@ -234,7 +234,7 @@ static int64_t ready_global(void *g)
  * if one idles. */
 static inline void ready_queue(gmp_g *g, bool next)
 {
-	gmp_m *m = task_m();
+	gmp__m *m = task_m();
 	if (!m) {
 		if (gmp__if_running(ready_global, g, -1) < 0)
 			gmp__throw("ready of task %p while the runtime is "
@@ -292,7 +292,7 @@ GMP_EXTERN void gmp_ready(gmp_g *g)
 
 static void goexit0(gmp_g *g)
 {
-	gmp_m *m = g->m;
+	gmp__m *m = g->m;
 	gmp__fiber_on_g0(m);
 	gmp__fiber_g_destroy(g);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_DEAD);
@@ -309,7 +309,7 @@ static void goexit0(gmp_g *g)
 	 * cached (stack.c); the usual shallow one costs these few loads. */
 	if (GMP__UNLIKELY(gmp__stack_went_deep(g)))
 		gmp__stack_trim_g(g, true);
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	gmp__gfput(p, g);
 	/* release: a reader of the count that sees this exit also sees the
 	 * spawn of g (gmp__tasks_live). A thread waiting for no task to be
@@ -324,7 +324,7 @@ static void goexit0(gmp_g *g)
 
 void gmp__goexit1(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	if (GMP__UNLIKELY(!m)) /* see fork.c */
 		gmp__throw("a task that called fork() ended in the child; "
 			   "there it is a plain thread, which must exec or "
@@ -342,7 +342,7 @@ void gmp__goexit1(void)
 
 GMP_EXTERN void gmp_exit(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	if (!m || !m->curg)
 		gmp__throw("gmp_exit called outside a task");
 	if (GMP__UNLIKELY(m->curg->mainwait != NULL))
@@ -354,12 +354,12 @@ GMP_EXTERN void gmp_exit(void)
 
 GMP_EXTERN int64_t gmp_self(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	return m && m->curg ? m->curg->id : 0;
 }
 
 GMP_EXTERN gmp_g *gmp_current(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	return m ? m->curg : NULL;
 }

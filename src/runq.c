@@ -2,7 +2,7 @@
  * protocol is described in runq.h. */
 #include "runq.h"
 
-uint32_t gmp__prand(gmp_p *p)
+uint32_t gmp__prand(gmp__p *p)
 {
 	/* xorshift32; the state is the owner's, seeded from the id */
 	uint32_t x = p->rand ? p->rand : (uint32_t)p->id * 2654435761u + 1;
@@ -16,7 +16,7 @@ uint32_t gmp__prand(gmp_p *p)
 /* The ring is full: move its first half plus g to the global queue in one
  * batch, under one sched.lock. Returns false if a thief moved the head
  * meanwhile (the caller retries the fast path, which now has room). */
-bool gmp__runq_putslow(gmp_p *p, gmp_g *g, uint32_t h, uint32_t t)
+bool gmp__runq_putslow(gmp__p *p, gmp_g *g, uint32_t h, uint32_t t)
 {
 	gmp_g *batch[GMP__RUNQ_SIZE / 2 + 1];
 	uint32_t n = (t - h) / 2;
@@ -51,7 +51,7 @@ bool gmp__runq_putslow(gmp_p *p, gmp_g *g, uint32_t h, uint32_t t)
 
 /* Puts a list of Gs on p's ring (owner only); what does not fit goes to the
  * global queue. */
-void gmp__runq_putbatch(gmp_p *p, gmp__gqueue *q)
+void gmp__runq_putbatch(gmp__p *p, gmp__gqueue *q)
 {
 	uint32_t h = gmp__load32_acq(&p->runqhead);
 	uint32_t t = p->runqtail, n = 0;
@@ -72,7 +72,7 @@ void gmp__runq_putbatch(gmp_p *p, gmp__gqueue *q)
 /* Whether p has nothing to run. Racy by nature, but it never reports empty
  * for a queue that was non-empty throughout the call: head, tail and
  * runnext are read as one consistent snapshot (tail re-read to confirm). */
-bool gmp__runq_empty(gmp_p *p)
+bool gmp__runq_empty(gmp__p *p)
 {
 	for (;;) {
 		uint32_t h = gmp__load32_acq(&p->runqhead);
@@ -83,7 +83,7 @@ bool gmp__runq_empty(gmp_p *p)
 	}
 }
 
-uint32_t gmp__runq_len(gmp_p *p)
+uint32_t gmp__runq_len(gmp__p *p)
 {
 	uint32_t h = gmp__load32_acq(&p->runqhead);
 	uint32_t t = gmp__load32_acq(&p->runqtail);
@@ -99,7 +99,7 @@ uint32_t gmp__runq_len(gmp_p *p)
  * under Go's rules: only on the thief's last attempt, and, if p2's owner is
  * running, after a short sleep that lets the owner schedule the G it just
  * readied itself (stealing it at once would ping-pong it between Ps). */
-static uint32_t runq_grab(gmp_p *p2, gmp_g *volatile *batch, uint32_t bh,
+static uint32_t runq_grab(gmp__p *p2, gmp_g *volatile *batch, uint32_t bh,
 			  bool steal_runnext)
 {
 	for (;;) {
@@ -147,7 +147,7 @@ static uint32_t runq_grab(gmp_p *p2, gmp_g *volatile *batch, uint32_t bh,
 
 /* Steals half of p2's queue into p's (p is the caller's, and empty), and
  * returns one of the stolen Gs to run now, or NULL. */
-gmp_g *gmp__runq_steal(gmp_p *p, gmp_p *p2, bool steal_runnext)
+gmp_g *gmp__runq_steal(gmp__p *p, gmp__p *p2, bool steal_runnext)
 {
 	uint32_t t = p->runqtail;
 	uint32_t n = runq_grab(p2, p->runq, t, steal_runnext);

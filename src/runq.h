@@ -25,17 +25,17 @@
 #include "fiber.h"
 #include "internal.h"
 
-bool gmp__runq_putslow(gmp_p *p, gmp_g *g, uint32_t h, uint32_t t);
-gmp_g *gmp__runq_steal(gmp_p *p, gmp_p *p2, bool steal_runnext);
-void gmp__runq_putbatch(gmp_p *p, gmp__gqueue *q);
-bool gmp__runq_empty(gmp_p *p);
-uint32_t gmp__runq_len(gmp_p *p);
-uint32_t gmp__prand(gmp_p *p);
+bool gmp__runq_putslow(gmp__p *p, gmp_g *g, uint32_t h, uint32_t t);
+gmp_g *gmp__runq_steal(gmp__p *p, gmp__p *p2, bool steal_runnext);
+void gmp__runq_putbatch(gmp__p *p, gmp__gqueue *q);
+bool gmp__runq_empty(gmp__p *p);
+uint32_t gmp__runq_len(gmp__p *p);
+uint32_t gmp__prand(gmp__p *p);
 
 /* Puts g on p's queue; owner only. next: into runnext, kicking the old
  * runnext (if any) to the tail. A full ring moves half of itself plus g to
  * the global queue (runq_putslow). */
-static inline void gmp__runq_put(gmp_p *p, gmp_g *g, bool next)
+static inline void gmp__runq_put(gmp__p *p, gmp_g *g, bool next)
 {
 	if (GMP__UNLIKELY(gmp__cfg.randomize) && next && (gmp__prand(p) & 1)) {
 		next = false;
@@ -80,7 +80,7 @@ static inline void gmp__runq_put(gmp_p *p, gmp_g *g, bool next)
  * and back); the task running meanwhile hides the fetch. The pointers
  * may be stale by then, which a prefetch does not mind. With two or
  * fewer queued they were queued just now and are in cache anyway. */
-static inline void gmp__runq_prefetch(gmp_p *p, uint32_t h, uint32_t t)
+static inline void gmp__runq_prefetch(gmp__p *p, uint32_t h, uint32_t t)
 {
 #if GMP__TSAN
 	/* These reads race, harmlessly, with a thief that took the G and
@@ -104,7 +104,7 @@ static inline void gmp__runq_prefetch(gmp_p *p, uint32_t h, uint32_t t)
 
 /* Takes the next G from p's queue; owner only. *inherit is set when the G
  * came from runnext and so continues the current time slice. */
-static inline gmp_g *gmp__runq_get(gmp_p *p, bool *inherit)
+static inline gmp_g *gmp__runq_get(gmp__p *p, bool *inherit)
 {
 	gmp_g *next = gmp__loadp_rlx(&p->runnext);
 	/* A failing CAS can only mean a thief took runnext (only the owner

@@ -439,7 +439,7 @@ GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg)
 {
 	if (!fn)
 		return -EINVAL;
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	if (m) {
 		if (m->curg)
 			return fn(arg); /* already a task */
@@ -522,7 +522,7 @@ static int64_t stats_read(void *p)
 	st->threads_spinning = gmp__load32_rlx(&gmp__sched.nmspinning);
 	st->spawned = gmp__load64_rlx(&gmp__sched.nspawned_nop);
 	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
-		gmp_p *pp = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *pp = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!pp)
 			break;
 		st->spawned += gmp__load64_rlx(&pp->nspawned);

@@ -236,7 +236,7 @@ void gmp__globrunq_free_all(void)
 /* Takes one G to run from the global queue, and up to max-1 more onto p's
  * ring (which must have room: the callers' rings are empty). Takes a fair
  * share: no more than runqsize/gomaxprocs + 1. Copies pointers only. */
-static gmp_g *globrunq_get(gmp_p *p, int64_t max)
+static gmp_g *globrunq_get(gmp__p *p, int64_t max)
 {
 	gmp__grq *q = &gmp__sched.runq;
 	int64_t n = q->n;
@@ -286,7 +286,7 @@ static void drain_poke(void)
  * Not gmp__wake_netpoller: its wakep takes sched.lock. Lock order:
  * sched.lock before any P's timers lock (nothing takes sched.lock holding
  * one). */
-static void p_die(gmp_p *p)
+static void p_die(gmp__p *p)
 {
 	gmp__store32_rel(&p->status, GMP__P_DEAD);
 	gmp__gfpurge(p);
@@ -304,7 +304,7 @@ static void p_die(gmp_p *p)
 
 /* Puts p on the idle list (sched.lock held). A P beyond gomaxprocs is
  * retired instead: DEAD, off every list, its timers moved to P0. */
-void gmp__pidleput(gmp_p *p)
+void gmp__pidleput(gmp__p *p)
 {
 	if (!gmp__runq_empty(p))
 		gmp__throw("pidleput: P %d has runnable tasks", p->id);
@@ -337,7 +337,7 @@ int64_t gmp__tasks_live(void)
 	uint64_t exited = 0, spawned = 0;
 	int i;
 	for (i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
-		gmp_p *pp = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *pp = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!pp)
 			break;
 		exited += gmp__load64_acq(&pp->nexited);
@@ -349,9 +349,9 @@ int64_t gmp__tasks_live(void)
 }
 
 /* Takes an idle P (sched.lock held), or NULL. */
-gmp_p *gmp__pidleget(void)
+gmp__p *gmp__pidleget(void)
 {
-	gmp_p *p = gmp__sched.pidle;
+	gmp__p *p = gmp__sched.pidle;
 	if (p) {
 		gmp__sched.pidle = p->link;
 		p->link = NULL;
@@ -364,15 +364,15 @@ gmp_p *gmp__pidleget(void)
 
 /* pidleget for a caller that found work but may find no P to run it: it
  * then records that some M must keep spinning (see the header comment). */
-static gmp_p *pidleget_spinning(void)
+static gmp__p *pidleget_spinning(void)
 {
-	gmp_p *p = gmp__pidleget();
+	gmp__p *p = gmp__pidleget();
 	if (!p)
 		gmp__store32_rel(&gmp__sched.needspinning, 1);
 	return p;
 }
 
-void gmp__acquirep(gmp_m *m, gmp_p *p)
+void gmp__acquirep(gmp__m *m, gmp__p *p)
 {
 	if (m->p || p->m || gmp__load32_rlx(&p->status) != GMP__P_IDLE)
 		gmp__throw("acquirep: M %lld cannot take P %d (status %u, "
@@ -385,9 +385,9 @@ void gmp__acquirep(gmp_m *m, gmp_p *p)
 	gmp__store32_rel(&p->status, GMP__P_RUNNING);
 }
 
-gmp_p *gmp__releasep(gmp_m *m)
+gmp__p *gmp__releasep(gmp__m *m)
 {
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	if (!p || p->m != m || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
 		gmp__throw("releasep: M %lld does not hold a running P",
 			   (long long)m->id);
@@ -400,7 +400,7 @@ gmp_p *gmp__releasep(gmp_m *m)
 /* ---- Ms ----------------------------------------------------------------- */
 
 /* The idle-M list (sched.lock). nmidle is also read racily by stats. */
-static void mput(gmp_m *m)
+static void mput(gmp__m *m)
 {
 	m->schedlink = gmp__sched.midle;
 	gmp__sched.midle = m;
@@ -408,9 +408,9 @@ static void mput(gmp_m *m)
 	gmp__store32_rlx(&gmp__sched.nmidle, gmp__sched.nmidle + 1);
 }
 
-gmp_m *gmp__mget(void)
+gmp__m *gmp__mget(void)
 {
-	gmp_m *m = gmp__sched.midle;
+	gmp__m *m = gmp__sched.midle;
 	if (m) {
 		gmp__sched.midle = m->schedlink;
 		m->schedlink = NULL;
@@ -420,7 +420,7 @@ gmp_m *gmp__mget(void)
 	return m;
 }
 
-uint32_t gmp__cheaprand(gmp_m *m)
+uint32_t gmp__cheaprand(gmp__m *m)
 {
 	/* wyrand: fast, good enough for steal order */
 	m->rand += 0xa0761d6478bd642fULL;
@@ -429,7 +429,7 @@ uint32_t gmp__cheaprand(gmp_m *m)
 	return (uint32_t)((t >> 64) ^ t);
 }
 
-static void mcommoninit(gmp_m *m)
+static void mcommoninit(gmp__m *m)
 {
 	m->id = gmp__sched.mnext++;
 	m->rand = (uint64_t)m->id * 0x9E3779B97F4A7C15ULL ^
@@ -448,10 +448,10 @@ static void checkmcount(void)
 /* Returns an M struct for a new thread: a recycled one whose thread has
  * exited, or a new one. M structs are never freed while the runtime runs,
  * so sysmon may read p->m->curg without a lock. */
-static gmp_m *allocm(void)
+static gmp__m *allocm(void)
 {
 	gmp__lock(&gmp__sched.lock);
-	gmp_m *m = gmp__sched.freem;
+	gmp__m *m = gmp__sched.freem;
 	if (m)
 		gmp__sched.freem = m->freelink;
 	gmp__unlock(&gmp__sched.lock);
@@ -459,7 +459,7 @@ static gmp_m *allocm(void)
 		/* The thread has left mstart and is about to vanish. */
 		if (m->thread_joinable)
 			pthread_join(m->thread, NULL);
-		gmp_m *alllink = m->alllink;
+		gmp__m *alllink = m->alllink;
 		memset(m, 0, sizeof *m);
 		m->alllink = alllink;
 	} else {
@@ -498,7 +498,7 @@ int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
 }
 
 /* Starts a thread for m; a failure after the retries is fatal. */
-void gmp__newm1(gmp_m *m)
+void gmp__newm1(gmp__m *m)
 {
 	int err = gmp__thread_create_retry(&m->thread, M_STACK_SIZE, mstart, m);
 	if (err)
@@ -512,9 +512,9 @@ void gmp__newm1(gmp_m *m)
 
 /* Creates a new M that will run fn (if any), then take p (if any) and
  * schedule. spinning: the caller counted it in nmspinning already. */
-void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning)
+void gmp__newm(void (*fn)(gmp__m *), gmp__p *p, bool spinning)
 {
-	gmp_m *m = allocm();
+	gmp__m *m = allocm();
 	m->mstartfn = fn;
 	m->nextp = p;
 	gmp__storeb_rlx(&m->spinning, spinning);
@@ -522,7 +522,7 @@ void gmp__newm(void (*fn)(gmp_m *), gmp_p *p, bool spinning)
 	gmp__newm_start(m);
 }
 
-static void mexit(gmp_m *m) __attribute__((noreturn));
+static void mexit(gmp__m *m) __attribute__((noreturn));
 
 /* Runs once on the M's thread before it schedules; m->g0sp must be set
  * here, in a frame that stays below mstart's exit jmp_buf forever.
@@ -534,7 +534,7 @@ static void mexit(gmp_m *m) __attribute__((noreturn));
  * would lie in such memory, and every mcall's first push would be
  * reported. Not instrumented by ASan, which would put the pad on its heap
  * fake stack (and redzones around it). */
-static __attribute__((noinline, no_sanitize_address)) void mstart1(gmp_m *m)
+static __attribute__((noinline, no_sanitize_address)) void mstart1(gmp__m *m)
 {
 	volatile char pad[256];
 	pad[0] = 0;
@@ -543,7 +543,7 @@ static __attribute__((noinline, no_sanitize_address)) void mstart1(gmp_m *m)
 	if (m->mstartfn)
 		m->mstartfn(m);
 	if (m->nextp) {
-		gmp_p *p = m->nextp;
+		gmp__p *p = m->nextp;
 		m->nextp = NULL;
 		gmp__acquirep(m, p);
 	} else if (!m->lockedg) {
@@ -554,7 +554,7 @@ static __attribute__((noinline, no_sanitize_address)) void mstart1(gmp_m *m)
 
 static void *mstart(void *arg)
 {
-	gmp_m *m = arg;
+	gmp__m *m = arg;
 	gmp__setm(m);
 	gmp__store32_rlx((volatile uint32_t *)&m->tid, (uint32_t)gmp__gettid());
 	pthread_attr_t attr;
@@ -590,7 +590,7 @@ static void *mstart(void *arg)
 
 /* The M leaves: its thread ends and its struct goes to sched.freem for
  * allocm to recycle (after joining the thread). Never returns. */
-static void mexit(gmp_m *m)
+static void mexit(gmp__m *m)
 {
 	if (m->p)
 		gmp__throw("mexit: M %lld still holds a P", (long long)m->id);
@@ -612,7 +612,7 @@ static void mexit(gmp_m *m)
 /* An idle M whose sleep timed out: exit if it is still idle (nobody took
  * it off midle) and more than gomaxprocs Ms are idle (SPEC §5, beyond Go's
  * #14592). Returns true if the M must go on sleeping instead. */
-static bool idle_expire(gmp_m *m)
+static bool idle_expire(gmp__m *m)
 {
 	gmp__lock(&gmp__sched.lock);
 	if (!m->idle) {
@@ -625,7 +625,7 @@ static bool idle_expire(gmp_m *m)
 		return true;
 	}
 	/* Unlink ourselves from midle. */
-	for (gmp_m **mp = &gmp__sched.midle; *mp; mp = &(*mp)->schedlink)
+	for (gmp__m **mp = &gmp__sched.midle; *mp; mp = &(*mp)->schedlink)
 		if (*mp == m) {
 			*mp = m->schedlink;
 			break;
@@ -637,7 +637,7 @@ static bool idle_expire(gmp_m *m)
 }
 
 /* Parks the M until startm hands it a P (in nextp), or until shutdown. */
-void gmp__stopm(gmp_m *m)
+void gmp__stopm(gmp__m *m)
 {
 	if (m->p)
 		gmp__throw("stopm: M %lld holds a P", (long long)m->id);
@@ -661,7 +661,7 @@ void gmp__stopm(gmp_m *m)
 	gmp__noteclear(&m->park);
 	if (m->exiting)
 		mexit(m);
-	gmp_p *p = m->nextp;
+	gmp__p *p = m->nextp;
 	m->nextp = NULL;
 	gmp__acquirep(m, p);
 }
@@ -669,7 +669,7 @@ void gmp__stopm(gmp_m *m)
 /* Runs p on some M: an idle one, else a new one. p NULL: take an idle P
  * (if none, do nothing). spinning: the caller incremented nmspinning and
  * the M starts out spinning. lockheld: the caller holds sched.lock. */
-void gmp__startm(gmp_p *p, bool spinning, bool lockheld)
+void gmp__startm(gmp__p *p, bool spinning, bool lockheld)
 {
 	if (!lockheld)
 		gmp__lock(&gmp__sched.lock);
@@ -683,7 +683,7 @@ void gmp__startm(gmp_p *p, bool spinning, bool lockheld)
 			return;
 		}
 	}
-	gmp_m *nm = gmp__mget();
+	gmp__m *nm = gmp__mget();
 	if (!nm) {
 		if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.stopping))) {
 			/* gmp_shutdown is ending every M, and no task is
@@ -736,7 +736,7 @@ void gmp__wakep(void)
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		gmp__jitter();
 	gmp__lock(&gmp__sched.lock);
-	gmp_p *p = pidleget_spinning();
+	gmp__p *p = pidleget_spinning();
 	if (!p) {
 		if ((int32_t)gmp__add32_full(&gmp__sched.nmspinning, -1) <= 0)
 			gmp__throw("wakep: negative nmspinning");
@@ -747,14 +747,14 @@ void gmp__wakep(void)
 	gmp__startm(p, true, false);
 }
 
-static void becomespinning(gmp_m *m)
+static void becomespinning(gmp__m *m)
 {
 	gmp__storeb_rlx(&m->spinning, true);
 	gmp__add32_full(&gmp__sched.nmspinning, 1);
 	gmp__store32_rel(&gmp__sched.needspinning, 0);
 }
 
-static void resetspinning(gmp_m *m)
+static void resetspinning(gmp__m *m)
 {
 	if (!m->spinning)
 		gmp__throw("resetspinning: M %lld is not spinning",
@@ -771,7 +771,7 @@ static void resetspinning(gmp_m *m)
 
 /* Hands off a P whose M cannot use it (syscall, locked M, retake):
  * whatever findrunnable would do with it, start an M to do. */
-void gmp__handoffp(gmp_p *p)
+void gmp__handoffp(gmp__p *p)
 {
 	if (!gmp__runq_empty(p) || has_global_work()) {
 		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
@@ -835,7 +835,7 @@ int64_t gmp__timers_earliest(void)
 	int64_t best = 0;
 	uint32_t n = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < n; i++) {
-		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		int64_t w = p ? gmp__timers_next(&p->timers) : 0;
 		if (w && (!best || w < best))
 			best = w;
@@ -848,7 +848,7 @@ static void start_idle(int64_t n)
 {
 	for (; n > 0; n--) {
 		gmp__lock(&gmp__sched.lock);
-		gmp_p *p = pidleget_spinning();
+		gmp__p *p = pidleget_spinning();
 		if (!p) {
 			gmp__unlock(&gmp__sched.lock);
 			break;
@@ -867,8 +867,8 @@ void gmp__injectglist(gmp__gqueue *q)
 		return;
 	for (gmp_g *g = q->head; g; g = g->schedlink)
 		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
-	gmp_m *m = gmp__getm();
-	gmp_p *p = m ? m->p : NULL;
+	gmp__m *m = gmp__getm();
+	gmp__p *p = m ? m->p : NULL;
 	if (!p) {
 		int64_t n = q->n;
 		gmp__lock(&gmp__sched.lock);
@@ -911,9 +911,9 @@ static uint32_t gcd(uint32_t a, uint32_t b)
 /* Steals a G from another P (four randomised passes; on the last, runs
  * their due timers and may take runnext). *poll_until is lowered to the
  * earliest timer seen. */
-static gmp_g *stealwork(gmp_m *m, bool *inherit, int64_t *poll_until)
+static gmp_g *stealwork(gmp__m *m, bool *inherit, int64_t *poll_until)
 {
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	int64_t now = 0;
 	*inherit = false;
 	for (int i = 0; i < 4; i++) {
@@ -926,7 +926,7 @@ static gmp_g *stealwork(gmp_m *m, bool *inherit, int64_t *poll_until)
 		while (gcd(step, n) != 1)
 			step++;
 		for (uint32_t k = 0; k < n; k++, pos = (pos + step) % n) {
-			gmp_p *p2 = gmp__loadp_acq(&gmp__sched.allp[pos]);
+			gmp__p *p2 = gmp__loadp_acq(&gmp__sched.allp[pos]);
 			if (p2 == p || !p2)
 				continue;
 			/* Timers of other Ps, idle ones included, are run here
@@ -960,16 +960,16 @@ static gmp_g *stealwork(gmp_m *m, bool *inherit, int64_t *poll_until)
 
 /* With no P: is there a P with work in its queue? If so, and an idle P is
  * available, return the idle P (for the caller to acquire and steal). */
-static gmp_p *check_runqs_nop(void)
+static gmp__p *check_runqs_nop(void)
 {
 	uint32_t n = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < n; i++) {
-		gmp_p *p2 = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *p2 = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!p2 || gmp__load32_rlx(&p2->status) != GMP__P_RUNNING)
 			continue;
 		if (!gmp__runq_empty(p2)) {
 			gmp__lock(&gmp__sched.lock);
-			gmp_p *p = pidleget_spinning();
+			gmp__p *p = pidleget_spinning();
 			gmp__unlock(&gmp__sched.lock);
 			return p;
 		}
@@ -980,9 +980,9 @@ static gmp_p *check_runqs_nop(void)
 /* m holds a P beyond gomaxprocs (gmp_set_maxprocs shrank the count): move
  * its work to the global queue and retire it; then find another P or
  * park. Returns with m holding a live P. */
-static void retire_p(gmp_m *m)
+static void retire_p(gmp__m *m)
 {
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	gmp__gqueue q = { 0 };
 	bool inherit;
 	gmp_g *g;
@@ -1000,7 +1000,7 @@ static void retire_p(gmp_m *m)
 	/* DEAD now, its cached Gs and timers moved (p_die), unless the count
 	 * grew again */
 	gmp__pidleput(p);
-	gmp_p *np = gmp__pidleget();
+	gmp__p *np = gmp__pidleget();
 	gmp__unlock(&gmp__sched.lock);
 	if (np) {
 		gmp__acquirep(m, np);
@@ -1033,11 +1033,11 @@ static gmp_g *poll_nonblocking(void)
 
 /* Finds a runnable G for m, blocking (parking m) until there is one.
  * Returns with m holding a P. */
-static gmp_g *findrunnable(gmp_m *m, bool *inherit)
+static gmp_g *findrunnable(gmp__m *m, bool *inherit)
 {
 	gmp_g *g;
 top:;
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	if (GMP__UNLIKELY((uint32_t)p->id >=
 			  gmp__load32_rlx(&gmp__sched.gomaxprocs))) {
 		retire_p(m);
@@ -1127,7 +1127,7 @@ top:;
 
 		gmp__lock(&gmp__sched.lock);
 		if (gmp__sched.runq.n) {
-			gmp_p *np = pidleget_spinning();
+			gmp__p *np = pidleget_spinning();
 			if (np) {
 				g = globrunq_get(np, GMP__RUNQ_SIZE / 2);
 				gmp__unlock(&gmp__sched.lock);
@@ -1138,7 +1138,7 @@ top:;
 		}
 		gmp__unlock(&gmp__sched.lock);
 
-		gmp_p *np = check_runqs_nop();
+		gmp__p *np = check_runqs_nop();
 		if (np) {
 			gmp__acquirep(m, np);
 			becomespinning(m);
@@ -1168,7 +1168,7 @@ top:;
 		gmp__store64_rel(&gmp__sched.lastpoll,
 				 (uint64_t)gmp__nanotime());
 		gmp__lock(&gmp__sched.lock);
-		gmp_p *np = gmp__pidleget();
+		gmp__p *np = gmp__pidleget();
 		gmp__unlock(&gmp__sched.lock);
 		if (!np) {
 			gmp__injectglist(&q);
@@ -1197,9 +1197,9 @@ top:;
 
 /* Runs g on m, which holds a P. inherit: g continues the current time
  * slice (it came from runnext), so schedtick does not advance. */
-_Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit)
+_Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 {
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	/* release: sysmon reaches g through m->curg (acquire) and reads its
 	 * status; this orders g's initialisation before that. */
 	gmp__storep_rel(&m->curg, g);
@@ -1215,10 +1215,10 @@ _Noreturn void gmp__execute(gmp_m *m, gmp_g *g, bool inherit)
 }
 
 /* One round of scheduling, the general case (see gmp__schedule). */
-static _Noreturn __attribute__((noinline)) void schedule_slow(gmp_m *m)
+static _Noreturn __attribute__((noinline)) void schedule_slow(gmp__m *m)
 {
 top:;
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	if (GMP__UNLIKELY(gmp__loadb_rlx(&p->preempt))) {
 		/* The time slice expired (sysmon): the G readied last does
 		 * not get to continue it; it queues like everyone else. */
@@ -1261,11 +1261,11 @@ top:;
  * and this is not one of the rounds that look at the global queue first.
  * Everything else, and an empty queue, goes to findrunnable by way of
  * schedule_slow. */
-_Noreturn void gmp__schedule(gmp_m *m)
+_Noreturn void gmp__schedule(gmp__m *m)
 {
 	if (m->lockedg)
 		gmp__schedule_locked(m); /* syscall.c: never returns */
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	if (GMP__LIKELY(!gmp__loadb_rlx(&p->preempt) && !m->spinning &&
 			(uint32_t)p->id <
 				gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
@@ -1286,7 +1286,7 @@ _Noreturn void gmp__schedule(gmp_m *m)
 
 /* m's locked G is not runnable: give the P away and sleep until someone
  * schedules that G (startlockedm hands us a P). */
-static void stoplockedm(gmp_m *m)
+static void stoplockedm(gmp__m *m)
 {
 	gmp_g *g = m->lockedg;
 	if (!g || g->lockedm != m)
@@ -1303,21 +1303,21 @@ static void stoplockedm(gmp_m *m)
 	if (st != GMP__G_RUNNABLE)
 		gmp__throw("stoplockedm: locked task %lld is %s, not runnable",
 			   (long long)g->id, gmp__gstatus_name(st));
-	gmp_p *p = m->nextp;
+	gmp__p *p = m->nextp;
 	m->nextp = NULL;
 	gmp__acquirep(m, p);
 }
 
-_Noreturn void gmp__schedule_locked(gmp_m *m)
+_Noreturn void gmp__schedule_locked(gmp__m *m)
 {
 	stoplockedm(m);
 	gmp__execute(m, m->lockedg, false);
 }
 
 /* g (runnable) is locked to another M: hand it our P and park. */
-void gmp__startlockedm(gmp_m *m, gmp_g *g)
+void gmp__startlockedm(gmp__m *m, gmp_g *g)
 {
-	gmp_m *mp = g->lockedm;
+	gmp__m *mp = g->lockedm;
 	if (mp == m)
 		gmp__throw("startlockedm: task %lld is locked to this M",
 			   (long long)g->id);
@@ -1328,7 +1328,7 @@ void gmp__startlockedm(gmp_m *m, gmp_g *g)
 	gmp__sched.nmidlelocked--;
 	gmp__unlock(&gmp__sched.lock);
 	/* Put g back where its M will find it: it runs g directly. */
-	gmp_p *p = gmp__releasep(m);
+	gmp__p *p = gmp__releasep(m);
 	mp->nextp = p;
 	gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
 	gmp__notewakeup(&mp->park);
@@ -1337,7 +1337,7 @@ void gmp__startlockedm(gmp_m *m, gmp_g *g)
 
 /* A task ended while locked to m: the thread may be in a state nobody else
  * should inherit, so it exits with the task (Go 1.10). */
-_Noreturn void gmp__goexit_locked(gmp_m *m)
+_Noreturn void gmp__goexit_locked(gmp__m *m)
 {
 	gmp__handoffp(gmp__releasep(m));
 	mexit(m);
@@ -1345,9 +1345,9 @@ _Noreturn void gmp__goexit_locked(gmp_m *m)
 
 /* ---- gomaxprocs ----------------------------------------------------------- */
 
-static gmp_p *newp(int32_t id)
+static gmp__p *newp(int32_t id)
 {
-	gmp_p *p = gmp__calloc(1, sizeof *p);
+	gmp__p *p = gmp__calloc(1, sizeof *p);
 	if (!p)
 		return NULL;
 	p->id = id;
@@ -1365,7 +1365,7 @@ int gmp__procresize(int n)
 		n = GMP__MAXPROCS_LIMIT;
 	for (int i = 0; i < n; i++)
 		if (!gmp__sched.allp[i]) {
-			gmp_p *p = newp(i);
+			gmp__p *p = newp(i);
 			if (!p)
 				return -ENOMEM;
 			/* release: stealers load allp[i] with acquire */
@@ -1378,7 +1378,7 @@ int gmp__procresize(int n)
 	gmp__store32_rel(&gmp__sched.gomaxprocs, (uint32_t)n);
 	if ((uint32_t)n > old) {
 		for (int i = (int)old; i < n; i++) {
-			gmp_p *p = gmp__sched.allp[i];
+			gmp__p *p = gmp__sched.allp[i];
 			if (gmp__load32_rlx(&p->status) == GMP__P_DEAD)
 				gmp__pidleput(p);
 		}
@@ -1389,9 +1389,9 @@ int gmp__procresize(int n)
 		 * timers run like any P's (walkers go up to nallp), and
 		 * sysmon asks their tasks to yield and takes them from
 		 * syscalls at once; wake it in case it sleeps deeply. */
-		gmp_p **pp = &gmp__sched.pidle;
+		gmp__p **pp = &gmp__sched.pidle;
 		while (*pp) {
-			gmp_p *p = *pp;
+			gmp__p *p = *pp;
 			if ((uint32_t)p->id >= (uint32_t)n) {
 				*pp = p->link;
 				p->link = NULL;
@@ -1430,7 +1430,7 @@ void gmp__sched_stop(void)
 {
 	gmp__lock(&gmp__sched.lock);
 	gmp__store32_rel(&gmp__sched.stopping, 1);
-	gmp_m *m;
+	gmp__m *m;
 	while ((m = gmp__mget()) != NULL) {
 		m->exiting = true;
 		gmp__notewakeup(&m->park);
@@ -1456,13 +1456,13 @@ void gmp__sched_stop(void)
 		}
 	m = gmp__sched.allm;
 	while (m) {
-		gmp_m *next = m->alllink;
+		gmp__m *next = m->alllink;
 		gmp__free(m);
 		m = next;
 	}
 	gmp__netpoll_shutdown();
 	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
-		gmp_p *p = gmp__sched.allp[i];
+		gmp__p *p = gmp__sched.allp[i];
 		if (p)
 			gmp__timers_destroy(&p->timers);
 		gmp__free(p);

@@ -67,7 +67,7 @@ static __thread uint64_t thread_rand;
  * (in practice only foreign threads, which never move, reach it). */
 static __attribute__((noinline)) uint32_t sel_rand(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	if (m)
 		return gmp__cheaprand(m);
 	uint64_t x = thread_rand;

@@ -270,7 +270,7 @@ void gmp__semacquire(volatile uint32_t *addr, bool lifo, uint32_t reason)
 
 	/* A runtime thread with no task is on its scheduler stack (an unlock
 	 * function, a timer): sleeping there would stall its P for good. */
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	if (m && !m->curg)
 		gmp__throw("semacquire of %p on the scheduler stack (M %lld)",
 			   (void *)addr, (long long)m->id);

@@ -80,7 +80,7 @@ static void put_uint(struct line *l, uint64_t v, unsigned base)
  * thread; otherwise (a stray pointer from elsewhere) whoever owns it. */
 static gmp_g *stack_owner(uintptr_t lo)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? gmp__loadp_rlx(&m->curg) : NULL;
 	if (g && g->stack.lo == lo)
 		return g;

@@ -30,9 +30,9 @@
 
 /* The calling thread's task, or NULL outside one (these calls are no-ops
  * there). */
-static inline gmp_g *cur(gmp_m **mp)
+static inline gmp_g *cur(gmp__m **mp)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	*mp = m;
 	return m ? m->curg : NULL;
 }
@@ -50,11 +50,11 @@ static void wake_sysmon(void)
 
 GMP_EXTERN void gmp_enter_syscall(void)
 {
-	gmp_m *m;
+	gmp__m *m;
 	gmp_g *g = cur(&m);
 	if (!g)
 		return;
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	if (!p || gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
 		gmp__throw("gmp_enter_syscall: task %lld is already in a "
 			   "system call",
@@ -68,11 +68,11 @@ GMP_EXTERN void gmp_enter_syscall(void)
 
 GMP_EXTERN void gmp_enter_syscall_block(void)
 {
-	gmp_m *m;
+	gmp__m *m;
 	gmp_g *g = cur(&m);
 	if (!g)
 		return;
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	if (!p || gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
 		gmp__throw("gmp_enter_syscall_block: task %lld is already in "
 			   "a system call",
@@ -91,13 +91,13 @@ GMP_EXTERN void gmp_enter_syscall_block(void)
 /* Tries to detach p from an M whose G is in a syscall: on success the G is
  * SYSCALL|SCAN (it cannot leave the syscall), its M holds p, and *gp and
  * *mp name them; the caller must gmp__syscall_resume(*gp) when done. */
-bool gmp__block_on_exit_syscall(gmp_p *p, gmp_g **gp, gmp_m **mp)
+bool gmp__block_on_exit_syscall(gmp__p *p, gmp_g **gp, gmp__m **mp)
 {
 	if (gmp__load32_acq(&p->status) != GMP__P_RUNNING)
 		return false;
 	/* Racy reads of type-stable structs (Ms and Gs are never freed while
 	 * the runtime runs), validated under the SCAN bit below. */
-	gmp_m *m = gmp__loadp_acq(&p->m);
+	gmp__m *m = gmp__loadp_acq(&p->m);
 	if (!m)
 		return false;
 	gmp_g *g = gmp__loadp_acq(&m->curg);
@@ -124,7 +124,7 @@ void gmp__syscall_resume(gmp_g *g)
 
 /* Detaches p from m (the G is held at SYSCALL|SCAN); p becomes IDLE but is
  * on no list: the caller hands it off or runs it. */
-void gmp__syscall_takep(gmp_m *m, gmp_p *p)
+void gmp__syscall_takep(gmp__m *m, gmp__p *p)
 {
 	gmp__storep_rlx(&p->m, NULL);
 	gmp__storep_rlx(&m->p, NULL);
@@ -134,10 +134,10 @@ void gmp__syscall_takep(gmp_m *m, gmp_p *p)
 
 /* Slow path: our P was taken. Take back our old P (from whichever M now
  * sits on it in a syscall), else an idle P. */
-static gmp_p *exitsyscall_tryget(gmp_p *oldp)
+static gmp__p *exitsyscall_tryget(gmp__p *oldp)
 {
 	gmp_g *og;
-	gmp_m *om;
+	gmp__m *om;
 	if (oldp && gmp__block_on_exit_syscall(oldp, &og, &om)) {
 		gmp__syscall_takep(om, oldp);
 		gmp__syscall_resume(og);
@@ -146,7 +146,7 @@ static gmp_p *exitsyscall_tryget(gmp_p *oldp)
 	if (gmp__load32_rlx(&gmp__sched.npidle) == 0)
 		return NULL;
 	gmp__lock(&gmp__sched.lock);
-	gmp_p *p = gmp__pidleget();
+	gmp__p *p = gmp__pidleget();
 	gmp__unlock(&gmp__sched.lock);
 	return p;
 }
@@ -155,13 +155,13 @@ static gmp_p *exitsyscall_tryget(gmp_p *oldp)
  * it if a P turned up meanwhile. */
 static void exitsyscall0(gmp_g *g)
 {
-	gmp_m *m = g->m;
+	gmp__m *m = g->m;
 	gmp__fiber_on_g0(m);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
 	gmp__storep_rlx(&m->curg, NULL);
 	gmp__storep_rlx(&g->m, NULL);
 	gmp__lock(&gmp__sched.lock);
-	gmp_p *p = gmp__pidleget();
+	gmp__p *p = gmp__pidleget();
 	bool locked = false;
 	if (!p) {
 		gmp__globrunq_put(g);
@@ -182,7 +182,7 @@ static void exitsyscall0(gmp_g *g)
 
 GMP_EXTERN void gmp_exit_syscall(void)
 {
-	gmp_m *m;
+	gmp__m *m;
 	gmp_g *g = cur(&m);
 	if (!g)
 		return;
@@ -195,9 +195,9 @@ GMP_EXTERN void gmp_exit_syscall(void)
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		gmp__jitter();
 	gmp__casgstatus(g, GMP__G_SYSCALL, GMP__G_RUNNING);
-	gmp_p *oldp = m->oldp;
+	gmp__p *oldp = m->oldp;
 	m->oldp = NULL;
-	gmp_p *p = m->p;
+	gmp__p *p = m->p;
 	if (GMP__LIKELY(p != NULL)) {
 		/* Fast path: nobody took the P. */
 		gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);

@@ -47,10 +47,10 @@ void gmp__sysmon_wake_locked(void)
 }
 
 /* Asks the task running on p to yield at its next switch point. */
-static void preemptone(gmp_p *p)
+static void preemptone(gmp__p *p)
 {
 	gmp__lock(&gmp__sched.mexit_lock); /* keeps the M's thread alive */
-	gmp_m *m = gmp__loadp_acq(&p->m);
+	gmp__m *m = gmp__loadp_acq(&p->m);
 	if (m && m->preemptp && gmp__loadp_acq(&m->curg))
 		gmp__store32_rlx(m->preemptp, 1);
 	gmp__unlock(&gmp__sched.mexit_lock);
@@ -71,7 +71,7 @@ static uint32_t retake(int64_t now)
 	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
 	uint32_t nallp = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < nallp; i++) {
-		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (!p || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
 			continue;
 		__typeof__(p->sysmontick) *pd = &p->sysmontick;
@@ -98,7 +98,7 @@ static uint32_t retake(int64_t now)
 		}
 
 		gmp_g *g;
-		gmp_m *m;
+		gmp__m *m;
 		if (!gmp__block_on_exit_syscall(p, &g, &m))
 			continue;
 		/* First sight of this syscall: note it and wait one period
@@ -138,7 +138,7 @@ static bool retiring_held(void)
 	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
 	uint32_t nallp = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = procs; i < nallp; i++) {
-		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		if (p && gmp__load32_rlx(&p->status) == GMP__P_RUNNING)
 			return true;
 	}
@@ -163,7 +163,7 @@ static void schedtrace(int64_t now, int64_t start)
 		gmp__load32_rlx(&gmp__sched.nmidle),
 		(unsigned long long)gmp__load64_rlx(&gmp__sched.runqsize));
 	for (uint32_t i = 0; i < procs && len < (int)sizeof buf - 16; i++) {
-		gmp_p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
 		len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%u",
 				i ? " " : "", p ? gmp__runq_len(p) : 0);
 	}

@@ -14,7 +14,7 @@
 
 static struct {
 	gmp__mutex lock; /* protects the fields below */
-	gmp_m *queue;    /* Ms waiting for a thread, linked by schedlink */
+	gmp__m *queue;   /* Ms waiting for a thread, linked by schedlink */
 	volatile bool running; /* the template thread exists; racy reads */
 	bool waiting;          /* it sleeps on wake */
 	bool stop;
@@ -29,7 +29,7 @@ static void *template_main(void *arg)
 	gmp__lock(&tmpl.lock);
 	for (;;) {
 		while (tmpl.queue) {
-			gmp_m *m = tmpl.queue;
+			gmp__m *m = tmpl.queue;
 			tmpl.queue = m->schedlink;
 			m->schedlink = NULL;
 			gmp__unlock(&tmpl.lock);
@@ -90,9 +90,9 @@ void gmp__template_stop(void)
 
 /* Starts m's thread: directly, or through the template thread when the
  * calling thread is locked by its task (its state may be tainted). */
-void gmp__newm_start(gmp_m *m)
+void gmp__newm_start(gmp__m *m)
 {
-	gmp_m *cur = gmp__getm();
+	gmp__m *cur = gmp__getm();
 	if (cur && cur->locked_ext) {
 		gmp__lock(&tmpl.lock);
 		if (tmpl.running) {
@@ -112,7 +112,7 @@ void gmp__newm_start(gmp_m *m)
 
 GMP_EXTERN void gmp_lock_os_thread(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g)
 		return;
@@ -129,7 +129,7 @@ GMP_EXTERN void gmp_lock_os_thread(void)
 
 GMP_EXTERN void gmp_unlock_os_thread(void)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g || m->locked_ext == 0)
 		return; /* as Go's UnlockOSThread: nothing to undo */

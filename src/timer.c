@@ -93,8 +93,8 @@ static int heap_push(gmp__timers *ts, gmp__timer *t)
 
 void gmp__timer_start(gmp__timer *t, int64_t when)
 {
-	gmp_m *m = gmp__getm();
-	gmp_p *p = m ? m->p : NULL;
+	gmp__m *m = gmp__getm();
+	gmp__p *p = m ? m->p : NULL;
 	if (!p)
 		gmp__throw("timer_start without a P");
 	if (gmp__load32_rlx(&t->state) != TIMER_IDLE)
@@ -122,7 +122,7 @@ void gmp__timer_start(gmp__timer *t, int64_t when)
 bool gmp__timer_stop(gmp__timer *t)
 {
 	for (;;) {
-		gmp_p *p = gmp__loadp_acq(&t->p);
+		gmp__p *p = gmp__loadp_acq(&t->p);
 		if (!p) {
 			/* Not in a heap: never started, done, or running. */
 			for (int spins = 0;
@@ -145,7 +145,7 @@ bool gmp__timer_stop(gmp__timer *t)
 	}
 }
 
-int64_t gmp__timers_run(gmp_p *p, int64_t now)
+int64_t gmp__timers_run(gmp__p *p, int64_t now)
 {
 	gmp__timers *ts = &p->timers;
 	int64_t next = gmp__timers_next(ts);
@@ -169,7 +169,7 @@ int64_t gmp__timers_run(gmp_p *p, int64_t now)
 	return next;
 }
 
-void gmp__timers_move(gmp_p *from, gmp_p *to)
+void gmp__timers_move(gmp__p *from, gmp__p *to)
 {
 	if (from == to || gmp__timers_next(&from->timers) == 0)
 		return;

@@ -16,20 +16,20 @@
 #include "atomic.h"
 #include "lock.h"
 
-typedef struct gmp_p gmp_p;
+typedef struct gmp__p gmp__p;
 typedef struct gmp__timer gmp__timer;
 
 struct gmp__timer {
 	int64_t when;              /* heap key: gmp__nanotime() deadline */
 	void (*fn)(gmp__timer *t); /* runs once when due */
 	void *arg;                 /* for fn */
-	gmp_p *volatile p;         /* atomic: the heap holding it, or NULL;
+	gmp__p *volatile p;        /* atomic: the heap holding it, or NULL;
 				      changed only under that heap's lock */
 	int32_t idx;               /* position in the heap; its lock */
 	volatile uint32_t state;   /* atomic: TIMER_* in timer.c */
 };
 
-/* Per-P timer state, embedded in gmp_p. */
+/* Per-P timer state, embedded in gmp__p. */
 typedef struct gmp__timers {
 	gmp__mutex lock; /* protects heap, len, cap */
 	gmp__timer **heap;
@@ -52,7 +52,7 @@ bool gmp__timer_stop(gmp__timer *t);
 
 /* Runs p's due timers (the caller holds p, or is stealing from it) and
  * returns the next deadline on p, 0 if none. */
-int64_t gmp__timers_run(gmp_p *p, int64_t now);
+int64_t gmp__timers_run(gmp__p *p, int64_t now);
 
 /* The earliest deadline on p, 0 if none; lock-free. */
 static inline int64_t gmp__timers_next(gmp__timers *ts)
@@ -61,7 +61,7 @@ static inline int64_t gmp__timers_next(gmp__timers *ts)
 }
 
 /* Moves every timer of `from` to `to` (a P retiring). */
-void gmp__timers_move(gmp_p *from, gmp_p *to);
+void gmp__timers_move(gmp__p *from, gmp__p *to);
 
 /* Frees the heap array (shutdown; the heap must be empty). */
 void gmp__timers_destroy(gmp__timers *ts);

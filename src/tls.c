@@ -19,7 +19,7 @@
 
 /* initial-exec: a static-TLS slot, one instruction to reach; the library
  * is small enough for glibc's static TLS surplus even when dlopen()ed. */
-static __thread gmp_m *tls_m __attribute__((tls_model("initial-exec")));
+static __thread gmp__m *tls_m __attribute__((tls_model("initial-exec")));
 
 /* Set by sysmon (through m->preemptp) when the task running on this thread
  * has used up its time slice, or by runq_putslow in a spawn storm; cleared
@@ -28,12 +28,12 @@ static __thread gmp_m *tls_m __attribute__((tls_model("initial-exec")));
 GMP_EXTERN __thread uint32_t gmp_preempt_pending_
 	__attribute__((tls_model("initial-exec")));
 
-GMP__OPAQUE gmp_m *gmp__getm(void)
+GMP__OPAQUE gmp__m *gmp__getm(void)
 {
 	return tls_m;
 }
 
-GMP__OPAQUE void gmp__setm(gmp_m *m)
+GMP__OPAQUE void gmp__setm(gmp__m *m)
 {
 	tls_m = m;
 }

@@ -60,7 +60,7 @@ enum {
  * is on every blocking path, and callers overwrite some fields at once. */
 static inline void gmp__waiter_init(gmp__waiter *w)
 {
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? m->curg : NULL;
 	/* A task inside a gmp_enter_syscall window must not park (its P may
 	 * be gone): it blocks like a foreign thread. */

@@ -7,7 +7,7 @@
 #include "gmp_test.h"
 #include "gmp_test_util.h"
 
-#include "chan.h" /* to see whether someone waits on a channel */
+#include "export_test.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 

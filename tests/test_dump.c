@@ -3,7 +3,7 @@
 #include "gmp_test.h"
 #include "gmp_test_util.h"
 
-#include "internal.h"
+#include "export_test.h"
 
 static gmp_chan *chan;
 static gmp_mutex mu = GMP_MUTEX_INIT;

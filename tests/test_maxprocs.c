@@ -18,7 +18,7 @@
 #include "gmp_test.h"
 #include "gmp_test_util.h"
 
-#include "internal.h"
+#include "export_test.h"
 
 /* Paths here are built from PATH_MAX-sized parts and cannot overflow in
  * practice; GCC cannot know that. */

@@ -7,7 +7,7 @@
 
 #include "gmp_test.h"
 #include "gmp_test_util.h"
-#include "internal.h"
+#include "export_test.h"
 
 static gmp_stats stats(void)
 {
@@ -361,7 +361,7 @@ static void first_task(void *arg)
 	int64_t id = gmp_go(queued, NULL);
 	T_ASSERT(id > 0);
 	/* Find the queued G: it is the runnext of our P. */
-	gmp_m *m = gmp__getm();
+	gmp__m *m = gmp__getm();
 	atomic_store(&ended_g, gmp__loadp_rlx(&m->p->runnext));
 	spin_then_ready(NULL);
 }

@@ -10,8 +10,7 @@
 
 #include "gmp_test.h"
 #include "gmp_test_util.h"
-#include "internal.h"
-#include "runq.h"
+#include "export_test.h"
 
 static gmp_g *mkgs(int n)
 {
@@ -27,9 +26,9 @@ static gmp_g *mkgs(int n)
 	return gs;
 }
 
-static gmp_p *mkp(int id)
+static gmp__p *mkp(int id)
 {
-	gmp_p *p = calloc(1, sizeof *p);
+	gmp__p *p = calloc(1, sizeof *p);
 	assert_non_null(p);
 	p->id = id;
 	p->status = GMP__P_RUNNING;
@@ -54,7 +53,7 @@ static int64_t global_drain(int64_t *ids, int64_t max)
 static void test_runq_fifo_every_fill_level(void **state)
 {
 	(void)state;
-	gmp_p *p = mkp(0);
+	gmp__p *p = mkp(0);
 	gmp_g *gs = mkgs(GMP__RUNQ_SIZE);
 	for (uint32_t fill = 0; fill <= GMP__RUNQ_SIZE; fill++) {
 		assert_true(gmp__runq_empty(p));
@@ -79,7 +78,7 @@ static void test_runq_fifo_every_fill_level(void **state)
 static void test_runq_runnext_override_and_kickout(void **state)
 {
 	(void)state;
-	gmp_p *p = mkp(0);
+	gmp__p *p = mkp(0);
 	gmp_g *gs = mkgs(4);
 	gmp__runq_put(p, &gs[0], false);
 	gmp__runq_put(p, &gs[1], true); /* runnext = 1 */
@@ -100,7 +99,7 @@ static void test_runq_runnext_override_and_kickout(void **state)
 static void test_runq_overflow_moves_half_plus_one(void **state)
 {
 	(void)state;
-	gmp_p *p = mkp(0);
+	gmp__p *p = mkp(0);
 	gmp_g *gs = mkgs(GMP__RUNQ_SIZE + 1);
 	for (uint32_t i = 0; i <= GMP__RUNQ_SIZE; i++)
 		gmp__runq_put(p, &gs[i], false);
@@ -204,7 +203,7 @@ static void test_runq_global_queue_unreserved_aborts(void **state)
 static void test_runq_steal_half_at_every_fill_level(void **state)
 {
 	(void)state;
-	gmp_p *victim = mkp(0), *thief = mkp(1);
+	gmp__p *victim = mkp(0), *thief = mkp(1);
 	gmp_g *gs = mkgs(GMP__RUNQ_SIZE);
 	for (uint32_t fill = 0; fill <= GMP__RUNQ_SIZE; fill++) {
 		for (uint32_t i = 0; i < fill; i++)
@@ -238,7 +237,7 @@ static void test_runq_steal_half_at_every_fill_level(void **state)
 static void test_runq_runnext_stolen_only_when_allowed(void **state)
 {
 	(void)state;
-	gmp_p *victim = mkp(0), *thief = mkp(1);
+	gmp__p *victim = mkp(0), *thief = mkp(1);
 	gmp_g *gs = mkgs(2);
 	gmp__runq_put(victim, &gs[0], true);
 	/* Not on the thief's last attempt: runnext stays with its owner. */
@@ -266,7 +265,7 @@ enum { STRESS_GS = 1 << 16 };
 #define STRESS_ROUNDS (TU_TSAN || TU_ASAN ? 4 : 40)
 
 static struct {
-	gmp_p *owner, *thieves[2];
+	gmp__p *owner, *thieves[2];
 	gmp_g *gs;
 	atomic_uint seen[STRESS_GS];
 	atomic_int stop;
@@ -283,7 +282,7 @@ static void take(gmp_g *g)
 
 static void *thief_main(void *arg)
 {
-	gmp_p *me = arg;
+	gmp__p *me = arg;
 	bool inherit;
 	while (!atomic_load(&st.stop)) {
 		gmp_g *g = gmp__runq_steal(me, st.owner,

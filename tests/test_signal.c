@@ -7,7 +7,7 @@
 
 #include "gmp_test.h"
 #include "gmp_test_util.h"
-#include "internal.h"
+#include "export_test.h"
 
 /* A child exits with this when the task it runs got no guard page (the
  * parent then skips: there is nothing to catch the overflow). */

@@ -11,8 +11,7 @@
 #include "gmp_test.h"
 #include "gmp_test_util.h"
 
-#include "fault.h"
-#include "internal.h"
+#include "export_test.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

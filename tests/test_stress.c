@@ -13,7 +13,7 @@
 
 #include "gmp_test.h"
 #include "gmp_test_util.h"
-#include "internal.h"
+#include "export_test.h"
 
 #define MS 1000000LL
 

@@ -14,7 +14,7 @@
 #include "gmp_test.h"
 #include "gmp_test_util.h"
 
-#include "sema.h"
+#include "export_test.h"
 
 static void *xmalloc(size_t n)
 {
