@@ -54,6 +54,7 @@
 
 #include "fiber.h"
 #include "internal.h"
+#include "runq.h"
 
 gmp__mutex gmp__allg_lock = GMP__MUTEX_INIT;
 gmp_g *gmp__allg; /* every G ever allocated; under allg_lock */

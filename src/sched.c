@@ -86,184 +86,6 @@
 
 gmp__sched_t gmp__sched;
 
-/* ---- global run queue (sched.lock) -------------------------------------- */
-
-static void runqsize_publish(void)
-{
-	/* release: pairs with the acquire in has_global_work; only a hint,
-	 * the real check is repeated under sched.lock. */
-	gmp__store64_rel(&gmp__sched.runqsize, (uint64_t)gmp__sched.runq.n);
-}
-
-static bool has_global_work(void)
-{
-	return gmp__load64_acq(&gmp__sched.runqsize) != 0;
-}
-
-/* A chunk to append (the tail is full or there is none): a spare one. */
-static gmp__grq_chunk *grq_newtail(gmp__grq *q)
-{
-	gmp__grq_chunk *c = q->spare;
-	if (GMP__UNLIKELY(!c))
-		gmp__throw("global run queue: no spare chunk (%lld queued, "
-			   "%lld chunks)",
-			   (long long)q->n, (long long)q->nchunks);
-	q->spare = c->next;
-	c->next = NULL;
-	c->head = c->tail = 0;
-	if (q->tail)
-		q->tail->next = c;
-	else
-		q->head = c;
-	q->tail = c;
-	return c;
-}
-
-/* The head chunk is used up: recycle it, unless it is also the tail
- * (then it just starts over). */
-static void grq_drophead(gmp__grq *q)
-{
-	gmp__grq_chunk *c = q->head;
-	if (c == q->tail) {
-		c->head = c->tail = 0;
-		return;
-	}
-	q->head = c->next;
-	c->next = q->spare;
-	q->spare = c;
-}
-
-void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	while (n) {
-		gmp__grq_chunk *c = q->tail;
-		if (!c || c->tail == GMP__GRQ_CHUNK)
-			c = grq_newtail(q);
-		uint32_t k = GMP__GRQ_CHUNK - c->tail;
-		if (k > n)
-			k = n;
-		memcpy(&c->g[c->tail], gs, k * sizeof *gs);
-		c->tail += k;
-		q->n += k;
-		gs += k;
-		n -= k;
-	}
-	runqsize_publish();
-}
-
-void gmp__globrunq_put(gmp_g *g)
-{
-	gmp__globrunq_putarray(&g, 1);
-}
-
-void gmp__globrunq_putbatch(gmp__gqueue *q)
-{
-	gmp_g *batch[64];
-	uint32_t n = 0;
-	gmp_g *g;
-	while ((g = gmp__gq_pop(q)) != NULL) {
-		batch[n++] = g;
-		if (n == 64) {
-			gmp__globrunq_putarray(batch, n);
-			n = 0;
-		}
-	}
-	if (n)
-		gmp__globrunq_putarray(batch, n);
-}
-
-/* Takes the G at the head of a non-empty queue; the caller counts it. */
-static gmp_g *grq_take(gmp__grq *q)
-{
-	gmp__grq_chunk *c = q->head;
-	gmp_g *g = c->g[c->head++];
-	if (c->head == c->tail)
-		grq_drophead(q);
-	return g;
-}
-
-/* The G at the head of the global queue, or NULL. */
-gmp_g *gmp__globrunq_pop(void)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	if (q->n == 0)
-		return NULL;
-	gmp_g *g = grq_take(q);
-	q->n--;
-	runqsize_publish();
-	return g;
-}
-
-/* Makes sure the queue can hold ngs Gs (see gmp__grq). Callers are
- * serialised by allg_lock; chunks are only freed at shutdown. Returns 0
- * or -ENOMEM. */
-int gmp__globrunq_reserve(int64_t ngs)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	int64_t need = (ngs + GMP__GRQ_CHUNK - 1) / GMP__GRQ_CHUNK + 2;
-	while (q->nchunks < need) {
-		gmp__grq_chunk *c = gmp__malloc(sizeof *c);
-		if (!c)
-			return -ENOMEM;
-		gmp__lock(&gmp__sched.lock);
-		c->next = q->spare;
-		q->spare = c;
-		q->nchunks++;
-		gmp__unlock(&gmp__sched.lock);
-	}
-	return 0;
-}
-
-/* Shutdown (the queue is empty) and failed starts. */
-void gmp__globrunq_free_all(void)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	if (q->n)
-		gmp__throw("global run queue: %lld tasks left at shutdown",
-			   (long long)q->n);
-	for (int i = 0; i < 2; i++) {
-		gmp__grq_chunk *c = i ? q->spare : q->head;
-		while (c) {
-			gmp__grq_chunk *next = c->next;
-			gmp__free(c);
-			c = next;
-		}
-	}
-	memset(q, 0, sizeof *q);
-}
-
-/* Takes one G to run from the global queue, and up to max-1 more onto p's
- * ring (which must have room: the callers' rings are empty). Takes a fair
- * share: no more than runqsize/gomaxprocs + 1. Copies pointers only. */
-static gmp_g *globrunq_get(gmp__p *p, int64_t max)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	int64_t n = q->n;
-	if (n == 0)
-		return NULL;
-	int64_t share =
-		n / (int64_t)gmp__load32_rlx(&gmp__sched.gomaxprocs) + 1;
-	if (n > share)
-		n = share;
-	if (n > max)
-		n = max;
-	q->n -= n;
-	gmp_g *g = grq_take(q);
-	if (n > 1) {
-		uint32_t h = gmp__load32_acq(&p->runqhead);
-		uint32_t t = p->runqtail;
-		if (t - h + (uint32_t)(n - 1) > GMP__RUNQ_SIZE)
-			gmp__throw("globrunq_get: no room in the local queue");
-		for (int64_t i = 1; i < n; i++, t++)
-			gmp__storep_rlx(&p->runq[t % GMP__RUNQ_SIZE],
-					grq_take(q));
-		gmp__store32_rel(&p->runqtail, t); /* publishes the slots */
-	}
-	runqsize_publish();
-	return g;
-}
-
 /* ---- Ps ----------------------------------------------------------------- */
 
 /* A P goes idle: if a thread is waiting for the last task to end, let it
@@ -773,7 +595,7 @@ static void resetspinning(gmp__m *m)
  * whatever findrunnable would do with it, start an M to do. */
 void gmp__handoffp(gmp__p *p)
 {
-	if (!gmp__runq_empty(p) || has_global_work()) {
+	if (!gmp__runq_empty(p) || gmp__globrunq_has_work()) {
 		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
 		gmp__startm(p, false, false);
 		return;
@@ -1056,9 +878,9 @@ top:;
 
 	/* Fairness: look at the global queue first now and then, or two
 	 * tasks respawning each other could keep it waiting forever. */
-	if (p->schedtick % 61 == 0 && has_global_work()) {
+	if (p->schedtick % 61 == 0 && gmp__globrunq_has_work()) {
 		gmp__lock(&gmp__sched.lock);
-		g = globrunq_get(p, 1);
+		g = gmp__globrunq_get(p, 1);
 		gmp__unlock(&gmp__sched.lock);
 		if (g)
 			return g;
@@ -1068,9 +890,9 @@ top:;
 	if (g)
 		return g;
 
-	if (has_global_work()) {
+	if (gmp__globrunq_has_work()) {
 		gmp__lock(&gmp__sched.lock);
-		g = globrunq_get(p, GMP__RUNQ_SIZE / 2);
+		g = gmp__globrunq_get(p, GMP__RUNQ_SIZE / 2);
 		gmp__unlock(&gmp__sched.lock);
 		if (g)
 			return g;
@@ -1097,7 +919,7 @@ top:;
 	 * the lock that submitters to it take. */
 	gmp__lock(&gmp__sched.lock);
 	if (gmp__sched.runq.n) {
-		g = globrunq_get(p, GMP__RUNQ_SIZE / 2);
+		g = gmp__globrunq_get(p, GMP__RUNQ_SIZE / 2);
 		gmp__unlock(&gmp__sched.lock);
 		return g;
 	}
@@ -1129,7 +951,7 @@ top:;
 		if (gmp__sched.runq.n) {
 			gmp__p *np = pidleget_spinning();
 			if (np) {
-				g = globrunq_get(np, GMP__RUNQ_SIZE / 2);
+				g = gmp__globrunq_get(np, GMP__RUNQ_SIZE / 2);
 				gmp__unlock(&gmp__sched.lock);
 				gmp__acquirep(m, np);
 				becomespinning(m);
