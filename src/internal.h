@@ -552,7 +552,6 @@ void gmp__acquirep(gmp__m *m, gmp__p *p);
 gmp__p *gmp__pidleget(void);
 void gmp__pidleput(gmp__p *p);
 gmp__m *gmp__mget(void);
-void gmp__newm(void (*fn)(gmp__m *), gmp__p *p, bool spinning);
 void gmp__ready(gmp_g *g, bool next);
 void gmp__ready_claimed(gmp_g *g, bool next);
 void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
@@ -564,10 +563,6 @@ int64_t gmp__timers_earliest(void);
 int64_t gmp__tasks_live(void);
 int gmp__procresize(int n);
 int gmp__sched_start(int maxprocs, int max_threads);
-void gmp__newm1(gmp__m *m);
-int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
-			     void *(*fn)(void *), void *arg);
-void gmp__newm_start(gmp__m *m);
 _Noreturn void gmp__schedule_locked(gmp__m *m);
 void gmp__startlockedm(gmp__m *m, gmp_g *g);
 void gmp__sched_stop(void);
@@ -629,7 +624,11 @@ bool gmp__block_on_exit_syscall(gmp__p *p, gmp_g **gp, gmp__m **mp);
 void gmp__syscall_resume(gmp_g *g);
 void gmp__syscall_takep(gmp__m *m, gmp__p *p);
 
-/* thread.c */
+/* thread.c: an M's life, and the template thread */
+void gmp__newm(void (*fn)(gmp__m *), gmp__p *p, bool spinning);
+_Noreturn void gmp__mexit(gmp__m *m);
+int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
+			     void *(*fn)(void *), void *arg);
 void gmp__template_stop(void);
 
 /* dump.c: scheddetail lines (after a schedtrace line), and the
