@@ -464,7 +464,7 @@ void gmp__preempt_slow(void);
 /* ------------------------------------------------------------------------
  * Between files. */
 
-/* g.c: task structures, status, free lists, keys */
+/* g.c: task structures, status, free lists */
 extern gmp__mutex gmp__allg_lock;
 extern gmp_g *gmp__allg;
 extern int64_t gmp__allg_n; /* Gs made or being made; allg_lock */
@@ -480,6 +480,8 @@ typedef struct gmp__gfree_stats {
 void gmp__gfree_stats_get(gmp__gfree_stats *s);
 gmp_g *gmp__malg(void);
 void gmp__gfree_all(void);
+
+/* key.c: task-local keys */
 void gmp__keys_destroy(gmp_g *g);
 
 static inline uint32_t gmp__readgstatus(const gmp_g *g)
