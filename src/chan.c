@@ -31,7 +31,8 @@
 
 #include "chan.h"
 
-void gmp__chan_unlock_fn(void *lock)
+/* gmp__waiter_sleep's unlock function for one channel: lock is &c->lock. */
+static void chan_unlock(void *lock)
 {
 	gmp__unlock(lock);
 }
@@ -115,8 +116,7 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 	gmp__waiter_init(&w);
 	gmp__sudog me = { .w = &w, .c = c, .elem = (void *)elem, .casei = -1 };
 	gmp__waitq_push(&c->sendq, &me);
-	gmp__waiter_sleep(&w, gmp__chan_unlock_fn, &c->lock,
-			  GMP__WAIT_CHAN_SEND, -1);
+	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_SEND, -1);
 	/* A receiver took the value (0), or close refused it (-EPIPE). */
 	return w.result;
 }
@@ -170,8 +170,7 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 	gmp__waiter_init(&w);
 	gmp__sudog me = { .w = &w, .c = c, .elem = elem, .casei = -1 };
 	gmp__waitq_push(&c->recvq, &me);
-	gmp__waiter_sleep(&w, gmp__chan_unlock_fn, &c->lock,
-			  GMP__WAIT_CHAN_RECV, -1);
+	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_RECV, -1);
 	/* A sender filled *elem (0), or close zeroed it (-EPIPE). */
 	return w.result;
 }

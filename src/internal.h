@@ -177,7 +177,7 @@ struct gmp__m {
 
 	/* LockOSThread (src/syscall.c): G locked to this M and nest counts. */
 	gmp_g *volatile lockedg;
-	uint32_t locked_ext, locked_int;
+	uint32_t locked_ext;
 
 	/* gmp_park's arguments, consumed by park_m on g0. */
 	gmp_unlock_fn waitunlockf;
@@ -553,7 +553,6 @@ gmp__p *gmp__releasep(gmp__m *m);
 void gmp__acquirep(gmp__m *m, gmp__p *p);
 gmp__p *gmp__pidleget(void);
 void gmp__pidleput(gmp__p *p);
-gmp__m *gmp__mget(void);
 void gmp__ready(gmp_g *g, bool next);
 void gmp__ready_claimed(gmp_g *g, bool next);
 void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
@@ -566,9 +565,7 @@ int64_t gmp__tasks_live(void);
 int gmp__procresize(int n);
 int gmp__sched_start(int maxprocs, int max_threads);
 _Noreturn void gmp__schedule_locked(gmp__m *m);
-void gmp__startlockedm(gmp__m *m, gmp_g *g);
 void gmp__sched_stop(void);
-void gmp__goexit1(void) __attribute__((noreturn));
 void gmp__main_goexit(gmp_g *g);
 uint32_t gmp__cheaprand(gmp__m *m);
 
@@ -615,7 +612,6 @@ void gmp__stack_release_all(void);
 void gmp__stack_forked(void); /* fork.c's child handler */
 
 /* runtime.c */
-bool gmp__running(void);
 int64_t gmp__with_runtime(int64_t (*fn)(void *), void *arg);
 int64_t gmp__if_running(int64_t (*fn)(void *), void *arg, int64_t off);
 int64_t gmp__go_nop(gmp_fn fn, void *arg);

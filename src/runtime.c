@@ -32,11 +32,6 @@ static volatile uint32_t rt_state; /* atomic; changed under rt_lock (write) */
 
 gmp__settings gmp__cfg;
 
-bool gmp__running(void)
-{
-	return gmp__load32_acq(&rt_state) == RT_RUNNING;
-}
-
 /* ---- settings --------------------------------------------------------------- */
 
 /* An environment variable, or NULL when unset or empty. */

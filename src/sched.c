@@ -230,7 +230,7 @@ static void mput(gmp__m *m)
 	gmp__store32_rlx(&gmp__sched.nmidle, gmp__sched.nmidle + 1);
 }
 
-gmp__m *gmp__mget(void)
+static gmp__m *mget(void)
 {
 	gmp__m *m = gmp__sched.midle;
 	if (m) {
@@ -325,7 +325,7 @@ void gmp__startm(gmp__p *p, bool spinning, bool lockheld)
 			return;
 		}
 	}
-	gmp__m *nm = gmp__mget();
+	gmp__m *nm = mget();
 	if (!nm) {
 		if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.stopping))) {
 			/* gmp_shutdown is ending every M, and no task is
@@ -856,6 +856,8 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	gmp__ctx_gogo(&g->sched);
 }
 
+static void startlockedm(gmp__m *m, gmp_g *g);
+
 /* One round of scheduling, the general case (see gmp__schedule). */
 static _Noreturn __attribute__((noinline)) void schedule_slow(gmp__m *m)
 {
@@ -889,7 +891,7 @@ top:;
 
 	if (GMP__UNLIKELY(g->lockedm != NULL)) {
 		/* g must run on its own M: hand it our P and wait. */
-		gmp__startlockedm(m, g);
+		startlockedm(m, g);
 		goto top;
 	}
 	gmp__execute(m, g, inherit);
@@ -918,7 +920,7 @@ _Noreturn void gmp__schedule(gmp__m *m)
 		if (GMP__LIKELY(g != NULL)) {
 			if (GMP__LIKELY(g->lockedm == NULL))
 				gmp__execute(m, g, inherit);
-			gmp__startlockedm(m, g);
+			startlockedm(m, g);
 		}
 	}
 	schedule_slow(m);
@@ -957,7 +959,7 @@ _Noreturn void gmp__schedule_locked(gmp__m *m)
 }
 
 /* g (runnable) is locked to another M: hand it our P and park. */
-void gmp__startlockedm(gmp__m *m, gmp_g *g)
+static void startlockedm(gmp__m *m, gmp_g *g)
 {
 	gmp__m *mp = g->lockedm;
 	if (mp == m)
@@ -1073,7 +1075,7 @@ void gmp__sched_stop(void)
 	gmp__lock(&gmp__sched.lock);
 	gmp__store32_rel(&gmp__sched.stopping, 1);
 	gmp__m *m;
-	while ((m = gmp__mget()) != NULL) {
+	while ((m = mget()) != NULL) {
 		m->exiting = true;
 		gmp__notewakeup(&m->park);
 	}

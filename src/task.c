@@ -40,13 +40,15 @@ static inline __attribute__((always_inline)) void dropg(gmp__m *m)
 	gmp__storep_rlx(&m->curg, NULL);
 }
 
+static _Noreturn void goexit1(void);
+
 /* The first frame of every task (after the trampoline). */
 static void task_main(void *arg)
 {
 	gmp_g *g = arg;
 	gmp__fiber_on_task(g);
 	g->fn(g->arg); /* errno starts at 0: newproc1, via execute */
-	gmp__goexit1();
+	goexit1();
 }
 
 /* A runnable G for fn(arg), or NULL when memory ran out. p: the caller's P
@@ -299,7 +301,7 @@ static void goexit0(gmp_g *g)
 	bool locked = g->lockedm != NULL;
 	g->lockedm = NULL;
 	gmp__storep_rlx(&m->lockedg, NULL);
-	m->locked_ext = m->locked_int = 0;
+	m->locked_ext = 0;
 	g->fn = NULL;
 	g->arg = NULL;
 	g->param = NULL;
@@ -322,7 +324,7 @@ static void goexit0(gmp_g *g)
 	gmp__schedule(m);
 }
 
-void gmp__goexit1(void)
+static void goexit1(void)
 {
 	gmp__m *m = gmp__getm();
 	if (GMP__UNLIKELY(!m)) /* see fork.c */
@@ -347,7 +349,7 @@ GMP_EXTERN void gmp_exit(void)
 		gmp__throw("gmp_exit called outside a task");
 	if (GMP__UNLIKELY(m->curg->mainwait != NULL))
 		gmp__main_goexit(m->curg); /* gmp_main's fn will not return */
-	gmp__goexit1();
+	goexit1();
 }
 
 /* ---- reading -------------------------------------------------------------- */

@@ -323,7 +323,7 @@ GMP_EXTERN void gmp_unlock_os_thread(void)
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g || m->locked_ext == 0)
 		return; /* as Go's UnlockOSThread: nothing to undo */
-	if (--m->locked_ext == 0 && m->locked_int == 0) {
+	if (--m->locked_ext == 0) {
 		gmp__storep_rlx(&m->lockedg, NULL);
 		g->lockedm = NULL;
 	}
