@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "chan.h"
+#include "wait.h"
 
 /* gmp__waiter_sleep's unlock function for one channel: lock is &c->lock. */
 static void chan_unlock(void *lock)

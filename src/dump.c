@@ -22,8 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dump.h"
+#include "g.h"
 #include "internal.h"
 #include "runq.h"
+#include "runtime.h"
 
 /* ---- a tiny formatter ------------------------------------------------------ */
 

@@ -35,8 +35,15 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "fork.h"
+#include "g.h"
 #include "internal.h"
+#include "netpoll.h"
 #include "pollfd.h"
+#include "runtime.h"
+#include "sema.h"
+#include "stack.h"
+#include "thread.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 

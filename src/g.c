@@ -52,9 +52,12 @@
  */
 #include <string.h>
 
+#include "export_test.h"
 #include "fiber.h"
+#include "g.h"
 #include "internal.h"
 #include "runq.h"
+#include "stack.h"
 
 gmp__mutex gmp__allg_lock = GMP__MUTEX_INIT;
 gmp_g *gmp__allg; /* every G ever allocated; under allg_lock */

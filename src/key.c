@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "key.h"
 
 static struct {
 	volatile uint32_t n;                         /* keys created; atomic */

@@ -49,6 +49,9 @@ int gmp__netpoll_close(int fd);
 /* Closes the epoll instance (gmp_shutdown, after every task ended). */
 void gmp__netpoll_shutdown(void);
 
+/* In the child of fork() (fork.c): forgets the parent's instance. */
+void gmp__netpoll_forked(void);
+
 /* Provided by pollfd.c: epoll reported `events` for the descriptor pd;
  * append the tasks this readies to q. */
 void gmp__pd_ready(void *pd, uint32_t events, gmp__gqueue *q);

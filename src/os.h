@@ -31,9 +31,6 @@ int gmp__ncpu(void);
  * of its cgroup and every ancestor. 0 when there is none or it cannot be
  * read. cgroup_linux.c. */
 int gmp__cgroup_cpu_limit(void);
-/* Tests: the same, reading these files for /proc/self/cgroup and
- * /proc/self/mountinfo. */
-int gmp__cgroup_cpu_limit_from(const char *cgroup, const char *mountinfo);
 
 /* Creates a joinable thread running fn(arg) with every signal blocked until
  * the new thread unblocks them itself (newosproc). Returns 0 or -errno. */
@@ -65,8 +62,5 @@ struct iovec;
 enum gmp__madv { GMP__MADV_GUARD_INSTALL, GMP__MADV_POPULATE_WRITE };
 ssize_t gmp__madvise_self(const struct iovec *iov, size_t n,
 			  enum gmp__madv advice);
-/* Tests: make gmp__madvise_self use fd as our pidfd (an invalid one makes
- * it fail with -EBADF); INT_MIN restores the default. */
-void gmp__madvise_self_pidfd_set(int fd);
 
 #endif

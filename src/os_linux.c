@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export_test.h"
 #include "fault.h"
 #include "internal.h"
 

@@ -148,6 +148,7 @@
 
 #include "netpoll.h"
 #include "pollfd.h"
+#include "task.h"
 #include "wait.h"
 
 #define PD_NIL ((uintptr_t)0)

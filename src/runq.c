@@ -2,6 +2,7 @@
  * the global run queue. The protocol is described in runq.h. */
 #include <string.h>
 
+#include "export_test.h"
 #include "runq.h"
 
 uint32_t gmp__prand(gmp__p *p)

@@ -150,8 +150,6 @@ static inline bool gmp__globrunq_has_work(void)
 
 void gmp__globrunq_put(gmp_g *g);
 void gmp__globrunq_putbatch(gmp__gqueue *q);
-void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n);
-gmp_g *gmp__globrunq_pop(void);
 gmp_g *gmp__globrunq_get(gmp__p *p, int64_t max);
 int gmp__globrunq_reserve(int64_t ngs);
 void gmp__globrunq_free_all(void);

@@ -20,8 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump.h"
+#include "fork.h"
+#include "g.h"
 #include "internal.h"
+#include "maxprocs.h"
 #include "netpoll.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "signals.h"
+#include "stack.h"
+#include "sysmon.h"
+#include "task.h"
 
 enum { RT_OFF = 0, RT_RUNNING = 1, RT_DRAINING = 2 };
 

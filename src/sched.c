@@ -80,9 +80,13 @@
 #include <unistd.h>
 
 #include "fiber.h"
+#include "g.h"
 #include "internal.h"
 #include "netpoll.h"
 #include "runq.h"
+#include "scheduler.h"
+#include "sysmon.h"
+#include "thread.h"
 
 gmp__sched_t gmp__sched;
 

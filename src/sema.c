@@ -36,6 +36,7 @@
  */
 #include <string.h>
 
+#include "export_test.h"
 #include "sema.h"
 #include "wait.h"
 

@@ -35,7 +35,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "g.h"
 #include "internal.h"
+#include "signals.h"
+#include "stack.h"
 
 enum { NSIG_HANDLED = 2 };
 static const int handled[NSIG_HANDLED] = { SIGSEGV, SIGBUS };

@@ -86,9 +86,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "export_test.h"
 #include "fault.h"
 #include "fiber.h"
 #include "internal.h"
+#include "stack.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>

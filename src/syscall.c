@@ -27,6 +27,10 @@
 #include "fiber.h"
 #include "internal.h"
 #include "runq.h"
+#include "scheduler.h"
+#include "syscall.h"
+#include "sysmon.h"
+#include "task.h"
 
 /* The calling thread's task, or NULL outside one (these calls are no-ops
  * there). */

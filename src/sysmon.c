@@ -24,9 +24,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dump.h"
+#include "g.h"
 #include "internal.h"
+#include "maxprocs.h"
 #include "netpoll.h"
 #include "runq.h"
+#include "scheduler.h"
+#include "syscall.h"
+#include "sysmon.h"
+#include "thread.h"
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 

@@ -3,8 +3,14 @@
  * through gmp__mcall; those functions end in schedule(). */
 
 #include "fiber.h"
+#include "g.h"
 #include "internal.h"
+#include "key.h"
 #include "runq.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "stack.h"
+#include "task.h"
 
 /* The last task id handed out; every spawn takes the next one here, from
  * a task or from any thread. Not part of gmp__sched: ids stay unique and

@@ -22,6 +22,11 @@
 
 #include "fiber.h"
 #include "internal.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "signals.h"
+#include "stack.h"
+#include "thread.h"
 
 /* ---- M structs ------------------------------------------------------------ */
 

@@ -16,6 +16,7 @@
  * cannot miss a run in progress.
  */
 #include "internal.h"
+#include "scheduler.h"
 #include "timer.h"
 
 enum { TIMER_IDLE = 0, TIMER_PENDING = 1, TIMER_RUNNING = 2 };

@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "internal.h"
+#include "task.h"
 
 #if defined(__clang__)
 #define GMP__OPAQUE __attribute__((noinline, optnone))
