@@ -79,9 +79,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fiber.h"
 #include "g.h"
 #include "internal.h"
+#include "mcall.h"
 #include "netpoll.h"
 #include "runq.h"
 #include "scheduler.h"
@@ -855,9 +855,7 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	gmp__store32_rlx(m->preemptp, 0);
 	if (!inherit)
 		gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
-	*m->errnop = g->saved_errno; /* this thread's errno is now g's */
-	gmp__fiber_to_task(m, g);
-	gmp__ctx_gogo(&g->sched);
+	gmp__gogo(m, g);
 }
 
 static void startlockedm(gmp__m *m, gmp_g *g);

@@ -26,6 +26,7 @@
  */
 #include "fiber.h"
 #include "internal.h"
+#include "mcall.h"
 #include "runq.h"
 #include "scheduler.h"
 #include "syscall.h"

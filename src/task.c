@@ -6,6 +6,7 @@
 #include "g.h"
 #include "internal.h"
 #include "key.h"
+#include "mcall.h"
 #include "runq.h"
 #include "runtime.h"
 #include "scheduler.h"
