@@ -464,6 +464,38 @@ int gmp__errno_get(void);
 void gmp__errno_set(int e);
 volatile uint32_t *gmp__tls_preempt_flag(void);
 
+/* Who is calling, and may it use its P? (Go's getg().) The one way into
+ * the runtime for code that runs on any thread and uses the caller's P.
+ *
+ * A thread that is not the runtime's has no M. An M runs either scheduler
+ * code on g0 (m->curg NULL) or a task (m->curg). Whether m->p is the
+ * caller's to read depends on the task's status, which must be read
+ * first: while the task is inside a gmp_enter_syscall window (SYSCALL),
+ * sysmon may take the P and clear m->p at any moment; once it is RUNNING,
+ * or on g0, nobody but this thread changes m->p. (m->p may still be NULL
+ * then, briefly, while gmp_enter_syscall_block hands the P off or
+ * gmp_exit_syscall's slow path looks for one, and on an M without work.)
+ *
+ * Returns the task running on this thread if it is RUNNING, else NULL
+ * (g0, a task in a syscall window, a thread without an M). If mp is not
+ * NULL, *mp is the calling M when its P is the caller's (g0 or a RUNNING
+ * task), else NULL. Every entry into the runtime that uses the caller's P
+ * goes through here, so that this is the one place to change should such
+ * entries ever need marking. Inline: it is on every hot entry (gmp_go,
+ * gmp_yield, readying, waiters) and costs the TLS call and two loads. */
+static inline __attribute__((always_inline)) gmp_g *gmp__getg(gmp__m **mp)
+{
+	gmp__m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING) {
+		m = NULL;
+		g = NULL;
+	}
+	if (mp)
+		*mp = m;
+	return g;
+}
+
 /* ------------------------------------------------------------------------
  * G status transitions (the names and the cold paths are in g.c). */
 

@@ -59,7 +59,7 @@ static int io_begin(struct io *io, int fd)
 {
 	io->saved_errno = gmp__errno_get();
 	io->fd = fd;
-	io->task = gmp__pd_caller_is_task();
+	io->task = gmp__getg(NULL) != NULL; /* a task that may park */
 	io->op.seq = 0;
 	io->op.edges = 0;
 	io->op.armed = false;

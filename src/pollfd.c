@@ -257,13 +257,6 @@ void gmp__pd_set_kind(gmp__pd *pd, int kind)
 	gmp__store32_rlx(&pd->kind, (uint32_t)kind);
 }
 
-bool gmp__pd_caller_is_task(void)
-{
-	gmp__m *m = gmp__getm();
-	gmp_g *g = m ? gmp__loadp_rlx(&m->curg) : NULL;
-	return g && gmp__load32_rlx(&g->status) == GMP__G_RUNNING;
-}
-
 static void *cookie(const gmp__pd *pd, uint32_t seq)
 {
 	uint64_t c = PD_COOKIE_TAG | (uint64_t)(seq & PD_SEQ_MASK) << 32 |
@@ -742,7 +735,7 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline)
  * close(2). A task yields meanwhile, a thread gives up its CPU. */
 static void wait_reopen(gmp__pd *pd)
 {
-	bool task = gmp__pd_caller_is_task();
+	bool task = gmp__getg(NULL) != NULL;
 	while (gmp__load32_acq(&pd->ref) & PD_CLOSED) {
 		if (task)
 			gmp_yield();

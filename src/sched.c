@@ -513,7 +513,8 @@ void gmp__injectglist(gmp__gqueue *q)
 		return;
 	for (gmp_g *g = q->head; g; g = g->schedlink)
 		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
-	gmp__m *m = gmp__getm();
+	gmp__m *m;
+	gmp__getg(&m); /* g0 here, or sysmon (no M) */
 	gmp__p *p = m ? m->p : NULL;
 	if (!p) {
 		int64_t n = q->n;

@@ -26,19 +26,13 @@ static struct {
 	char pad[GMP__CACHELINE - sizeof(uint64_t)];
 } goidgen __attribute__((aligned(GMP__CACHELINE)));
 
-/* The calling thread's M and running G, if it runs a task that is not in a
- * system call; only then may it use its P's queue. */
+/* The calling M if it may use its P's queue, and has a P: on g0 (an
+ * unlock function, a timer) or in a RUNNING task (see gmp__getg). */
 static inline gmp__m *task_m(void)
 {
-	gmp__m *m = gmp__getm();
-	if (!m)
-		return NULL;
-	/* Status first: while the task is in a syscall, sysmon may clear
-	 * m->p concurrently; once it is RUNNING (or on g0), m->p is ours. */
-	gmp_g *g = m->curg;
-	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
-		return NULL;
-	return m->p ? m : NULL;
+	gmp__m *m;
+	gmp__getg(&m);
+	return m && m->p ? m : NULL;
 }
 
 static inline __attribute__((always_inline)) void dropg(gmp__m *m)
@@ -139,10 +133,11 @@ static void gosched_m(gmp_g *g)
 
 GMP_EXTERN void gmp_yield(void)
 {
-	gmp__m *m = task_m();
-	if (!m || !m->curg)
+	gmp__m *m;
+	gmp_g *g = gmp__getg(&m);
+	if (!g || !m->p)
 		return;
-	gmp__mcall(m, m->curg, gosched_m);
+	gmp__mcall(m, g, gosched_m);
 }
 
 /* The slice is over (sysmon said so): like a yield, but to the tail of the
@@ -166,10 +161,11 @@ static void gopreempt_m(gmp_g *g)
  * flagged the slice. */
 void gmp__preempt_slow(void)
 {
-	gmp__m *m = task_m();
-	if (!m || !m->curg)
+	gmp__m *m;
+	gmp_g *g = gmp__getg(&m);
+	if (!g || !m->p)
 		return;
-	gmp__mcall(m, m->curg, gopreempt_m);
+	gmp__mcall(m, g, gopreempt_m);
 }
 
 /* ---- parking and readying ------------------------------------------------- */

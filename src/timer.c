@@ -94,7 +94,8 @@ static int heap_push(gmp__timers *ts, gmp__timer *t)
 
 void gmp__timer_start(gmp__timer *t, int64_t when)
 {
-	gmp__m *m = gmp__getm();
+	gmp__m *m;
+	gmp__getg(&m);
 	gmp__p *p = m ? m->p : NULL;
 	if (!p)
 		gmp__throw("timer_start without a P");
