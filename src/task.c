@@ -83,18 +83,24 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	return g;
 }
 
-/* gmp_go from a thread that holds no P: the global queue. runtime.c wraps
- * this with the checks that the runtime is (or gets) started. */
-int64_t gmp__go_nop(gmp_fn fn, void *arg)
+/* gmp_go from a thread that holds no P: the global queue, with the
+ * runtime held (and started if it is off). Out of line, so that gmp_go's
+ * own path stays short. */
+static __attribute__((noinline)) int64_t go_nop(gmp_fn fn, void *arg)
 {
+	int err = gmp__rt_hold(true);
+	if (err)
+		return err;
+	int64_t id = -ENOMEM;
 	gmp_g *g = newproc1(NULL, fn, arg);
-	if (!g)
-		return -ENOMEM;
-	int64_t id = g->id; /* g may run, end and be reused once queued */
-	gmp__lock(&gmp__sched.lock);
-	gmp__globrunq_put(g);
-	gmp__unlock(&gmp__sched.lock);
-	gmp__wakep();
+	if (g) {
+		id = g->id; /* g may run, end and be reused once queued */
+		gmp__lock(&gmp__sched.lock);
+		gmp__globrunq_put(g);
+		gmp__unlock(&gmp__sched.lock);
+		gmp__wakep();
+	}
+	gmp__rt_release();
 	return id;
 }
 
@@ -104,7 +110,7 @@ GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 		return -EINVAL;
 	gmp__m *m = task_m();
 	if (!m)
-		return gmp__go_foreign(fn, arg);
+		return go_nop(fn, arg);
 	gmp__p *p = m->p;
 	gmp_g *g = newproc1(p, fn, arg);
 	if (!g)
@@ -222,16 +228,19 @@ GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 /* ready_queue from a thread without a P. Once g is queued it may run and
  * end, and a draining gmp_shutdown must not tear sched down under the
  * wakep after: so, as every thread without a P that uses the scheduler,
- * this one holds the runtime (runtime.c's rt_lock, which the teardown
- * waits for). No readier can arrive after the drain ended: g was live
- * until queued. */
-static int64_t ready_global(void *g)
+ * this one holds the runtime (gmp__rt_hold; the teardown waits for it).
+ * No readier can arrive after the drain ended: g was live until queued.
+ * Out of line, off the readying path of tasks. */
+static __attribute__((noinline)) void ready_global(gmp_g *g)
 {
+	if (gmp__rt_hold(false) != 0)
+		gmp__throw("ready of task %p while the runtime is not running",
+			   (void *)g);
 	gmp__lock(&gmp__sched.lock);
 	gmp__globrunq_put(g);
 	gmp__unlock(&gmp__sched.lock);
 	gmp__wakep();
-	return 0;
+	gmp__rt_release();
 }
 
 /* Queues a G that just became runnable: into the caller's P (runnext when
@@ -241,10 +250,7 @@ static inline void ready_queue(gmp_g *g, bool next)
 {
 	gmp__m *m = task_m();
 	if (!m) {
-		if (gmp__if_running(ready_global, g, -1) < 0)
-			gmp__throw("ready of task %p while the runtime is "
-				   "not running",
-				   (void *)g);
+		ready_global(g);
 		return;
 	}
 	gmp__runq_put(m->p, g, next);

@@ -25,7 +25,4 @@ void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason);
  * running task. */
 void gmp__preempt_slow(void);
 
-/* gmp_go from a thread that holds no P: the global queue. */
-int64_t gmp__go_nop(gmp_fn fn, void *arg);
-
 #endif

@@ -334,9 +334,11 @@ GMP_EXTERN void gmp_unlock_os_thread(void)
 	}
 }
 
-static int64_t set_max_threads(void *arg)
+GMP_EXTERN int gmp_set_max_threads(int n)
 {
-	int n = *(int *)arg;
+	int err = gmp__rt_hold(true);
+	if (err)
+		return err;
 	gmp__lock(&gmp__sched.lock);
 	int old = gmp__sched.maxmcount;
 	if (n > 0) {
@@ -347,12 +349,8 @@ static int64_t set_max_threads(void *arg)
 			gmp__throw("program exceeds %d-thread limit", n);
 	}
 	gmp__unlock(&gmp__sched.lock);
+	gmp__rt_release();
 	return old;
-}
-
-GMP_EXTERN int gmp_set_max_threads(int n)
-{
-	return (int)gmp__with_runtime(set_max_threads, &n);
 }
 
 /* fork.c: in the child, the template thread is not there (nor the Ms
