@@ -16,8 +16,10 @@
  * created itself and the thread that called gmp_init(). None of these
  * functions may be called from a signal handler.
  *
- * This header is the whole public interface; the contract behind it is
- * SPEC.md in the project's repository.
+ * This header is the whole public interface. The contract behind it, and
+ * the design that keeps it, are in docs/design.md in the project's
+ * repository (Part I, whose sections these headings follow, is the
+ * contract; Part II, from §13 on, the design).
  */
 #ifndef GMP_H
 #define GMP_H

@@ -1,4 +1,4 @@
-/* Channels (SPEC §8; the design and its invariants are in chan.h).
+/* Channels (design.md §8; the design and its invariants are in chan.h).
  *
  * Every operation takes the channel lock, a gmp__mutex: critical sections
  * are a few dozen instructions and never hold it across a switch (a
@@ -23,7 +23,7 @@
  * queue entry and slot stay valid until then.
  *
  * A blocking send or receive is a switch point even when it need not
- * block (SPEC §2), so a task that keeps a buffered channel busy still
+ * block (design.md §2), so a task that keeps a buffered channel busy still
  * yields when sysmon says its slice is over. The try_ calls never switch.
  */
 #include <limits.h>

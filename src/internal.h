@@ -179,7 +179,8 @@ struct gmp__m {
 	gmp__m *alllink;        /* all-M list; immutable once linked */
 	gmp__m *freelink;       /* sched.freem; sched.lock */
 
-	/* LockOSThread (src/syscall.c): G locked to this M and nest counts. */
+	/* LockOSThread (src/thread.c): the G locked to this M, and how many
+	 * gmp_lock_os_thread calls it has yet to undo. Owner. */
 	gmp_g *volatile lockedg;
 	uint32_t locked_ext;
 

@@ -20,7 +20,7 @@
  * caller directly, without a return whose prediction the other stacks
  * spoiled.
  *
- * errno travels with the task (SPEC §4): saved here from this thread's
+ * errno travels with the task (design.md §4): saved here from this thread's
  * errno, and put into the errno of the thread that resumes the task by
  * gmp__gogo (on that thread, just before the jump). Both go through the
  * Ms' errnop, not `errno`, so no compiler can reuse the old thread's errno

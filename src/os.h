@@ -1,5 +1,14 @@
-/* The operating-system interface. Linux-specific code lives in
- * os_linux.c; nothing else in the runtime issues raw system calls. */
+/* The operating-system interface of the scheduler: futexes, clocks,
+ * sleeping and yielding, thread creation and signal masks, the CPU count
+ * and the cgroup quota, the page size and memory advice. Linux's answers
+ * live in os_linux.c and cgroup_linux.c, and the scheduler's own code
+ * (sched.c, sysmon.c, lock.c, thread.c, ...) reaches the kernel only
+ * through them and pthreads (and a write(2) for gmp__throw). The parts
+ * whose subject is a kernel object call the kernel themselves: the
+ * network poller (netpoll.c: epoll and an eventfd; pollfd.c: poll(2),
+ * eventfds and its table's mappings), the I/O calls (io.c), stack regions
+ * (stack.c: mmap, mprotect, madvise) and the signal handlers (signal.c:
+ * also the alternate stacks; dump.c). */
 #ifndef GMP_OS_H
 #define GMP_OS_H
 

@@ -106,7 +106,7 @@
  *            generation, part of the epoll cookie), so that events still
  *            coming for the old file are recognised as stale and dropped,
  *            and wake every task still parked on the old file: it returns
- *            -EBADF (its file is gone; SPEC §8 asks only that the new file
+ *            -EBADF (its file is gone; design.md §8 asks only that the new file
  *            work, but leaving them parked forever helps nobody).
  *
  * fstat's (st_dev, st_ino) would also spot a new file, at the same price

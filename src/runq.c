@@ -172,8 +172,8 @@ gmp_g *gmp__runq_steal(gmp__p *p, gmp__p *p2, bool steal_runnext)
 
 static void runqsize_publish(void)
 {
-	/* release: pairs with the acquire in gmp__globrunq_has_work; only a hint,
-	 * the real check is repeated under sched.lock. */
+	/* release: pairs with the acquire in gmp__globrunq_has_work; only
+	 * a hint, the real check is repeated under sched.lock. */
 	gmp__store64_rel(&gmp__sched.runqsize, (uint64_t)gmp__sched.runq.n);
 }
 

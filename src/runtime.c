@@ -1,4 +1,4 @@
-/* The runtime's lifecycle (SPEC §1): settings, gmp_init, gmp_shutdown,
+/* The runtime's lifecycle (design.md §1): settings, gmp_init, gmp_shutdown,
  * gmp_main, and the calls that must start the runtime or see it stopped.
  *
  * States:  OFF -> RUNNING -> DRAINING -> OFF

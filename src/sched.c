@@ -256,8 +256,8 @@ uint32_t gmp__cheaprand(gmp__m *m)
 }
 
 /* An idle M whose sleep timed out: exit if it is still idle (nobody took
- * it off midle) and more than gomaxprocs Ms are idle (SPEC §5, beyond Go's
- * #14592). Returns true if the M must go on sleeping instead. */
+ * it off midle) and more than gomaxprocs Ms are idle (design.md §5, beyond Go's
+ * golang/go#14592). Returns true if the M must go on sleeping instead. */
 static bool idle_expire(gmp__m *m)
 {
 	gmp__lock(&gmp__sched.lock);
@@ -911,7 +911,7 @@ top:;
 _Noreturn void gmp__schedule(gmp__m *m)
 {
 	if (m->lockedg)
-		gmp__schedule_locked(m); /* syscall.c: never returns */
+		gmp__schedule_locked(m); /* never returns; see below */
 	gmp__p *p = m->p;
 	if (GMP__LIKELY(!gmp__loadb_rlx(&p->preempt) && !m->spinning &&
 			(uint32_t)p->id <

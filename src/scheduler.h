@@ -10,7 +10,7 @@
 
 #include "internal.h"
 
-/* ---- on g0: running tasks ------------------------------------------------ */
+/* ---- on g0: running tasks ---------------------------------------------- */
 
 /* One round of scheduling on m, which holds a P: find a G and run it.
  * Never returns. */
@@ -28,7 +28,7 @@ _Noreturn void gmp__schedule_locked(gmp__m *m);
  * it. Never returns. */
 _Noreturn void gmp__goexit_locked(gmp__m *m);
 
-/* ---- Ms and the spinning protocol ----------------------------------------- */
+/* ---- Ms and the spinning protocol -------------------------------------- */
 
 /* Parks m, which holds no P, until startm hands it one (or until it must
  * exit, which it then does). */
@@ -49,7 +49,7 @@ void gmp__handoffp(gmp__p *p);
 /* The calling M's wyrand state: a cheap random number (owner only). */
 uint32_t gmp__cheaprand(gmp__m *m);
 
-/* ---- Ps --------------------------------------------------------------------- */
+/* ---- Ps ---------------------------------------------------------------- */
 
 void gmp__acquirep(gmp__m *m, gmp__p *p);
 gmp__p *gmp__releasep(gmp__m *m);
@@ -60,7 +60,7 @@ void gmp__pidleput(gmp__p *p);
 /* Sets the number of Ps (sched.lock held). Returns 0 or -ENOMEM. */
 int gmp__procresize(int n);
 
-/* ---- work and timers from elsewhere ---------------------------------------- */
+/* ---- work and timers from elsewhere ------------------------------------ */
 
 /* Makes the WAITING Gs in q runnable and queues them, starting Ms for idle
  * Ps (the poller's results). */
@@ -76,7 +76,7 @@ int64_t gmp__timers_earliest(void);
 /* Live tasks: spawns minus exits, never below the true count. */
 int64_t gmp__tasks_live(void);
 
-/* ---- start and stop ---------------------------------------------------------- */
+/* ---- start and stop ---------------------------------------------------- */
 
 int gmp__sched_start(int maxprocs, int max_threads);
 /* Every task has ended: stop every M, free Ms and Ps (gmp_shutdown). */

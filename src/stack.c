@@ -1,4 +1,4 @@
-/* Task stacks, and the Gs that own them (SPEC §6).
+/* Task stacks, and the Gs that own them (design.md §6).
  *
  * Stacks are carved from large anonymous regions reserved with
  * MAP_NORESERVE, so only the pages a task touches are ever committed. Each

@@ -1,4 +1,4 @@
-/* System calls (SPEC §4): keeping a P attached across a short syscall and
+/* System calls (design.md §4): keeping a P attached across a short syscall and
  * losing it to sysmon across a long one.
  *
  * Who owns the P while a task is in a syscall? We follow Go 1.26, which

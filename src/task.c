@@ -1,4 +1,4 @@
-/* The task API (SPEC §2, §3): spawning, yielding, parking, readying and
+/* The task API (design.md §2, §3): spawning, yielding, parking, readying and
  * ending tasks. Each switch point runs a function on the M's g0 stack
  * through gmp__mcall; those functions end in schedule(). */
 
@@ -71,7 +71,7 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
 	/* relaxed: the id orders spawns and publishes nothing. Coherence
-	 * is enough for SPEC §2's "increase": all fetch-adds on goidgen
+	 * is enough for design.md §2's "increase": all fetch-adds on goidgen
 	 * form one modification order, which agrees with happens-before,
 	 * so a spawn that happens before another takes the smaller id. */
 	g->id = (int64_t)gmp__add64_rlx(&goidgen.last, 1) + 1;

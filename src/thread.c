@@ -1,4 +1,4 @@
-/* Threads (SPEC §5): the life of an M, LockOSThread, the template thread,
+/* Threads (design.md §5): the life of an M, LockOSThread, the template thread,
  * the thread cap.
  *
  * An M is made when startm finds no idle one (newm): allocm gives it a
@@ -28,7 +28,7 @@
 #include "stack.h"
 #include "thread.h"
 
-/* ---- M structs ------------------------------------------------------------ */
+/* ---- M structs --------------------------------------------------------- */
 
 static void mcommoninit(gmp__m *m)
 {
@@ -94,7 +94,7 @@ int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
 	return err;
 }
 
-/* ---- an M's thread --------------------------------------------------------- */
+/* ---- an M's thread ----------------------------------------------------- */
 
 enum { M_STACK_SIZE = 512 * 1024 };
 
@@ -196,7 +196,7 @@ static void newm1(gmp__m *m)
 	m->thread_joinable = true;
 }
 
-/* ---- the template thread, and newm ----------------------------------------- */
+/* ---- the template thread, and newm ------------------------------------- */
 
 static struct {
 	gmp__mutex lock; /* protects the fields below */
@@ -255,7 +255,7 @@ static void start_template_thread(void)
 	gmp__unlock(&tmpl.lock);
 }
 
-/* Shutdown (runtime.c): ends the template thread, if any. */
+/* Shutdown (gmp__sysmon_stop): ends the template thread, if any. */
 void gmp__template_stop(void)
 {
 	gmp__lock(&tmpl.lock);
@@ -303,7 +303,7 @@ void gmp__newm(void (*fn)(gmp__m *), gmp__p *p, bool spinning)
 	newm1(m);
 }
 
-/* ---- LockOSThread and the thread cap -------------------------------------- */
+/* ---- LockOSThread and the thread cap ----------------------------------- */
 
 GMP_EXTERN void gmp_lock_os_thread(void)
 {
