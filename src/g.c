@@ -1,6 +1,7 @@
-/* Tasks as objects: the status helper, allocation, the free lists that
- * recycle dead Gs with their stacks, and the sweep that trims the stacks
- * left in those lists.
+/* Tasks as objects (g.h): the status names and the cold paths of the
+ * status helper (internal.h), allocation, the free lists that recycle
+ * dead Gs with their stacks, and the sweep that trims the stacks left in
+ * those lists.
  *
  * Dead Gs are cached as Go caches them: up to 64 on each P (owner only),
  * the rest on the global list in batches of 32 (gfree.lock). A task that

@@ -1,5 +1,8 @@
-/* The scheduler: schedule -> findrunnable -> execute, the M pool, and P
- * handoff. A C rendition of the design of Go's runtime/proc.go.
+/* The scheduler: schedule -> findrunnable -> execute, the idle Ms and the
+ * spinning protocol, Ps and their handoff. A C rendition of the design of
+ * Go's runtime/proc.go, which this file shares with task.c (the task API:
+ * spawn, yield, park, ready, exit), thread.c (an M's life, from its
+ * creation to its exit) and runq.c (the run queues).
  *
  * G, M and P
  * ----------
@@ -11,11 +14,11 @@
  *    a task, so at most gomaxprocs tasks run at once, while any number of
  *    Ms may exist (blocked in syscalls, idle, spinning).
  *
- * A task gives up its M only at a switch point: it calls gmp__mcall(fn),
- * which saves its registers in g->sched and runs fn on the M's g0 stack;
- * fn (park_m, gosched_m, goexit0, ...) records the task's new state and
- * calls schedule(), which never returns: it finds the next G and jumps into
- * it with gogo. Nothing ever returns to a g0 frame, so every mcall starts
+ * A task gives up its M only at a switch point: it calls gmp__mcall(fn)
+ * (mcall.h), which saves its registers in g->sched and runs fn on the M's
+ * g0 stack; fn (park_m, gosched_m, goexit0, ... in task.c) records the
+ * task's new state and calls schedule(), which never returns: it finds the
+ * next G and jumps into it with gmp__gogo. Nothing ever returns to a g0 frame, so every mcall starts
  * g0 afresh at m->g0sp.
  *
  * Where work lives
