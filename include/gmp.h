@@ -16,8 +16,16 @@
  * created itself and the thread that called gmp_init(). None of these
  * functions may be called from a signal handler.
  *
- * This header is the whole public interface; the contract behind it is
- * SPEC.md in the project's repository.
+ * Names. Everything this header declares starts with gmp_ or GMP_. A name
+ * that ends in an underscore (gmp_preempt_pending_, the opaque_ fields of
+ * gmp_mutex and gmp_wg, ...) exists only for this header's inline code or
+ * to give a type its size: programs must not use it, and it may change
+ * in any release.
+ *
+ * This header is the whole public interface. The contract behind it, and
+ * the design that keeps it, are in docs/design.md in the project's
+ * repository (Part I, whose sections these headings follow, is the
+ * contract; Part II, from §13 on, the design).
  */
 #ifndef GMP_H
 #define GMP_H
@@ -153,8 +161,7 @@ GMP_EXTERN void gmp_preempt_point(void);
 
 /* The check itself is inlined at the call site (a macro, so that
  * &gmp_preempt_point still names the function above): one relaxed load of
- * a thread-local flag that sysmon sets. The two names below serve only
- * this inline path; they are not for direct use. */
+ * a thread-local flag that sysmon sets. */
 GMP_EXTERN extern __thread uint32_t gmp_preempt_pending_;
 GMP_EXTERN void gmp_preempt_point_slow_(void);
 

@@ -2,6 +2,7 @@
  * through here, so tests can assert that shutdown freed all of it. */
 #include <stdlib.h>
 
+#include "export_test.h"
 #include "fault.h"
 #include "internal.h"
 

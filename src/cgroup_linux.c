@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export_test.h"
 #include "internal.h"
 
 enum { CG_NONE = 0, CG_V1 = 1, CG_V2 = 2 };

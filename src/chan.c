@@ -1,4 +1,4 @@
-/* Channels (SPEC §8; the design and its invariants are in chan.h).
+/* Channels (design.md §8; the design and its invariants are in chan.h).
  *
  * Every operation takes the channel lock, a gmp__mutex: critical sections
  * are a few dozen instructions and never hold it across a switch (a
@@ -23,15 +23,17 @@
  * queue entry and slot stay valid until then.
  *
  * A blocking send or receive is a switch point even when it need not
- * block (SPEC §2), so a task that keeps a buffered channel busy still
+ * block (design.md §2), so a task that keeps a buffered channel busy still
  * yields when sysmon says its slice is over. The try_ calls never switch.
  */
 #include <limits.h>
 #include <stdint.h>
 
 #include "chan.h"
+#include "wait.h"
 
-void gmp__chan_unlock_fn(void *lock)
+/* gmp__waiter_sleep's unlock function for one channel: lock is &c->lock. */
+static void chan_unlock(void *lock)
 {
 	gmp__unlock(lock);
 }
@@ -115,8 +117,7 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 	gmp__waiter_init(&w);
 	gmp__sudog me = { .w = &w, .c = c, .elem = (void *)elem, .casei = -1 };
 	gmp__waitq_push(&c->sendq, &me);
-	gmp__waiter_sleep(&w, gmp__chan_unlock_fn, &c->lock,
-			  GMP__WAIT_CHAN_SEND, -1);
+	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_SEND, -1);
 	/* A receiver took the value (0), or close refused it (-EPIPE). */
 	return w.result;
 }
@@ -170,8 +171,7 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 	gmp__waiter_init(&w);
 	gmp__sudog me = { .w = &w, .c = c, .elem = elem, .casei = -1 };
 	gmp__waitq_push(&c->recvq, &me);
-	gmp__waiter_sleep(&w, gmp__chan_unlock_fn, &c->lock,
-			  GMP__WAIT_CHAN_RECV, -1);
+	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_RECV, -1);
 	/* A sender filled *elem (0), or close zeroed it (-EPIPE). */
 	return w.result;
 }

@@ -222,7 +222,4 @@ static inline void gmp__chan_recv_direct(gmp_chan *c, gmp__sudog *sg,
 	sg->w->aux = sg;
 }
 
-/* gmp__waiter_sleep's unlock function for one channel: lock is &c->lock. */
-void gmp__chan_unlock_fn(void *lock);
-
 #endif

@@ -22,8 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dump.h"
+#include "g.h"
 #include "internal.h"
 #include "runq.h"
+#include "runtime.h"
 
 /* ---- a tiny formatter ------------------------------------------------------ */
 
@@ -237,9 +240,9 @@ RACY_READER void gmp__sched_detail(FILE *f)
 
 /* ---- gmp_dump ---------------------------------------------------------------- */
 
-static int64_t dump(void *arg)
+static int64_t dump(FILE *f)
 {
-	struct out o = { .f = arg };
+	struct out o = { .f = f };
 	int64_t n = tasks(&o);
 	out_flush(&o);
 	if (fflush(o.f) != 0)
@@ -251,7 +254,13 @@ GMP_EXTERN int gmp_dump(FILE *f)
 {
 	if (!f)
 		return -EINVAL;
-	int64_t n = gmp__getm() ? dump(f) : gmp__if_running(dump, f, 0);
+	int64_t n = 0;
+	if (gmp__getm()) {
+		n = dump(f);
+	} else if (gmp__rt_hold(false) == 0) {
+		n = dump(f);
+		gmp__rt_release();
+	}
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 

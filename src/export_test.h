@@ -2,10 +2,12 @@
  *
  * Tests include this header, never the runtime's own headers one by one:
  * it brings the types and the internal calls they drive directly (run
- * queues on bare Ps, semaphores, fault injection, stack and free-list
- * counters), and declares the hooks that exist only for tests. Nothing in
- * src/ includes it. Every symbol here is hidden in libgmp.so; the tests
- * link the static library.
+ * queues on bare Ps, semaphores, fault injection, the all-G list, stack
+ * and maxprocs internals), and declares the hooks that exist only for
+ * tests: functions that no file of src/ calls outside the one that
+ * defines them. That file includes this header for their prototypes;
+ * nothing else in src/ does. Every symbol here is hidden in libgmp.so;
+ * the tests link the static library.
  */
 #ifndef GMP_EXPORT_TEST_H
 #define GMP_EXPORT_TEST_H
@@ -13,7 +15,51 @@
 #include "internal.h"
 #include "chan.h"
 #include "fault.h"
+#include "g.h"
+#include "maxprocs.h"
 #include "runq.h"
 #include "sema.h"
+#include "stack.h"
+
+/* alloc.c: allocations outstanding (gmp__malloc and gmp__calloc, minus
+ * gmp__free), so that a test can check that shutdown freed everything. */
+int64_t gmp__alloc_live(void);
+
+/* fault.c: arms kind: after `skip` more operations succeed, the next
+ * `count` fail (count < 0: all of them). Disarm with count 0. */
+void gmp__fault_arm(enum gmp__fault kind, int64_t skip, int64_t count);
+
+/* g.c: the global free lists' lengths and the sweep's progress. */
+typedef struct gmp__gfree_stats {
+	int64_t young, old, clean; /* Gs in each list */
+	uint64_t aged;             /* Gs aged out of old so far */
+	bool aging;                /* sysmon is aging out old */
+} gmp__gfree_stats;
+void gmp__gfree_stats_get(gmp__gfree_stats *s);
+
+/* runq.c: the global queue's primitives, under sched.lock: queue n Gs at
+ * the tail, and take the one at the head (NULL if empty). */
+void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n);
+gmp_g *gmp__globrunq_pop(void);
+
+/* sema.c: takes one from *addr if it is positive (never blocks); and how
+ * many sleepers wait on addr now (takes the table's lock). */
+bool gmp__cansemacquire(volatile uint32_t *addr);
+uint32_t gmp__sema_nwaiters(volatile uint32_t *addr);
+
+/* stack.c: gives back an unused stack's pages below its top `keep`
+ * bytes; the trims so far, as tasks ended and by sweeps; how many stacks
+ * have guards, and whether the guards are MADV_GUARD_INSTALL ones. */
+void gmp__stack_trim(gmp__stack *s, size_t keep);
+void gmp__stack_trims(uint64_t *at_exit, uint64_t *swept);
+void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install);
+
+/* cgroup_linux.c: gmp__cgroup_cpu_limit, reading these files for
+ * /proc/self/cgroup and /proc/self/mountinfo. */
+int gmp__cgroup_cpu_limit_from(const char *cgroup, const char *mountinfo);
+
+/* os_linux.c: make gmp__madvise_self use fd as our pidfd (an invalid one
+ * makes it fail with -EBADF); INT_MIN restores the default. */
+void gmp__madvise_self_pidfd_set(int fd);
 
 #endif

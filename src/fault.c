@@ -1,6 +1,7 @@
 /* Fault injection (fault.h). */
-#include "fault.h"
 #include "atomic.h"
+#include "export_test.h"
+#include "fault.h"
 
 static struct {
 	volatile uint64_t skip;  /* atomic: operations still to let through */

@@ -1,5 +1,7 @@
 /* Fault injection (tests only; see tests/test_fault.c): make the next
  * operations of a kind fail as if the system had run out of something.
+ * Tests arm it with gmp__fault_arm (export_test.h); the runtime asks
+ * gmp__fault_hit at each operation that can fail that way.
  * Always compiled in: each check is one relaxed load of a counter that is
  * zero unless a test armed it, on paths that are slow anyway (thread
  * creation, stack mapping, allocation). */
@@ -15,11 +17,6 @@ enum gmp__fault {
 	GMP__FAULT_ALLOC,         /* gmp__malloc/calloc/realloc fail */
 	GMP__FAULT_NKINDS,
 };
-
-/* Arms kind: after `skip` more operations succeed, the next `count` fail
- * (count < 0: all of them). Disarm with count 0. Visible to tests only
- * (hidden in the shared library). */
-void gmp__fault_arm(enum gmp__fault kind, int64_t skip, int64_t count);
 
 /* True if this operation of `kind` must fail. */
 bool gmp__fault_hit(enum gmp__fault kind);

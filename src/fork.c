@@ -1,4 +1,4 @@
-/* The child of fork() (SPEC §1, as Go answers it: only exec is safe, and
+/* The child of fork() (design.md §1, as Go answers it: only exec is safe, and
  * we define a little more).
  *
  * fork() copies the calling thread only. In the child every other thread
@@ -35,8 +35,15 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "fork.h"
+#include "g.h"
 #include "internal.h"
+#include "netpoll.h"
 #include "pollfd.h"
+#include "runtime.h"
+#include "sema.h"
+#include "stack.h"
+#include "thread.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 

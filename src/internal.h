@@ -1,5 +1,9 @@
-/* What every part of the runtime needs: the G, M and P structures, the
- * global scheduler state, and the internal entry points between files.
+/* What every part of the runtime needs (Go's runtime2.go): the G, M and P
+ * structures with their states, the global scheduler state, the settings,
+ * and the few calls that truly everything makes (the allocator pair, the
+ * thread-local accessors, the G status transitions). Each subsystem
+ * declares its own functions in its own header beside its .c; tests reach
+ * the runtime through export_test.h.
  *
  * Read src/sched.c's opening comment first: it explains the design. Here,
  * every shared field says who owns it and what protects it:
@@ -175,9 +179,10 @@ struct gmp__m {
 	gmp__m *alllink;        /* all-M list; immutable once linked */
 	gmp__m *freelink;       /* sched.freem; sched.lock */
 
-	/* LockOSThread (src/syscall.c): G locked to this M and nest counts. */
+	/* LockOSThread (src/thread.c): the G locked to this M, and how many
+	 * gmp_lock_os_thread calls it has yet to undo. Owner. */
 	gmp_g *volatile lockedg;
-	uint32_t locked_ext, locked_int;
+	uint32_t locked_ext;
 
 	/* gmp_park's arguments, consumed by park_m on g0. */
 	gmp_unlock_fn waitunlockf;
@@ -459,28 +464,41 @@ void gmp__setm(gmp__m *m);
 int gmp__errno_get(void);
 void gmp__errno_set(int e);
 volatile uint32_t *gmp__tls_preempt_flag(void);
-void gmp__preempt_slow(void);
+
+/* Who is calling, and may it use its P? (Go's getg().) The one way into
+ * the runtime for code that runs on any thread and uses the caller's P.
+ *
+ * A thread that is not the runtime's has no M. An M runs either scheduler
+ * code on g0 (m->curg NULL) or a task (m->curg). Whether m->p is the
+ * caller's to read depends on the task's status, which must be read
+ * first: while the task is inside a gmp_enter_syscall window (SYSCALL),
+ * sysmon may take the P and clear m->p at any moment; once it is RUNNING,
+ * or on g0, nobody but this thread changes m->p. (m->p may still be NULL
+ * then, briefly, while gmp_enter_syscall_block hands the P off or
+ * gmp_exit_syscall's slow path looks for one, and on an M without work.)
+ *
+ * Returns the task running on this thread if it is RUNNING, else NULL
+ * (g0, a task in a syscall window, a thread without an M). If mp is not
+ * NULL, *mp is the calling M when its P is the caller's (g0 or a RUNNING
+ * task), else NULL. Every entry into the runtime that uses the caller's P
+ * goes through here, so that this is the one place to change should such
+ * entries ever need marking. Inline: it is on every hot entry (gmp_go,
+ * gmp_yield, readying, waiters) and costs the TLS call and two loads. */
+static inline __attribute__((always_inline)) gmp_g *gmp__getg(gmp__m **mp)
+{
+	gmp__m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING) {
+		m = NULL;
+		g = NULL;
+	}
+	if (mp)
+		*mp = m;
+	return g;
+}
 
 /* ------------------------------------------------------------------------
- * Between files. */
-
-/* g.c: task structures, status, free lists, keys */
-extern gmp__mutex gmp__allg_lock;
-extern gmp_g *gmp__allg;
-extern int64_t gmp__allg_n; /* Gs made or being made; allg_lock */
-gmp_g *gmp__gfget(gmp__p *p);
-void gmp__gfput(gmp__p *p, gmp_g *g);
-void gmp__gfpurge(gmp__p *p);
-int64_t gmp__gfree_sweep(int64_t now);
-typedef struct gmp__gfree_stats {
-	int64_t young, old, clean; /* Gs in each list */
-	uint64_t aged;             /* Gs aged out of old so far */
-	bool aging;                /* sysmon is aging out old */
-} gmp__gfree_stats;
-void gmp__gfree_stats_get(gmp__gfree_stats *s);
-gmp_g *gmp__malg(void);
-void gmp__gfree_all(void);
-void gmp__keys_destroy(gmp_g *g);
+ * G status transitions (the names and the cold paths are in g.c). */
 
 static inline uint32_t gmp__readgstatus(const gmp_g *g)
 {
@@ -538,143 +556,17 @@ gmp__casgstatus(gmp_g *g, uint32_t from, uint32_t to)
 	gmp__store32_rel(&g->status, to);
 }
 
-/* runq.c / runq.h: run queues; see there. */
-
-/* sched.c */
-_Noreturn void gmp__schedule(gmp__m *m);
-_Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit);
-void gmp__wakep(void);
-void gmp__startm(gmp__p *p, bool spinning, bool lockheld);
-void gmp__stopm(gmp__m *m);
-void gmp__handoffp(gmp__p *p);
-gmp__p *gmp__releasep(gmp__m *m);
-void gmp__acquirep(gmp__m *m, gmp__p *p);
-gmp__p *gmp__pidleget(void);
-void gmp__pidleput(gmp__p *p);
-gmp__m *gmp__mget(void);
-void gmp__newm(void (*fn)(gmp__m *), gmp__p *p, bool spinning);
-void gmp__ready(gmp_g *g, bool next);
-void gmp__ready_claimed(gmp_g *g, bool next);
-void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
-void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason);
-_Noreturn void gmp__goexit_locked(gmp__m *m);
-void gmp__globrunq_put(gmp_g *g);
-void gmp__globrunq_putbatch(gmp__gqueue *q);
-void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n);
-gmp_g *gmp__globrunq_pop(void);
-int gmp__globrunq_reserve(int64_t ngs);
-void gmp__globrunq_free_all(void);
-void gmp__injectglist(gmp__gqueue *q);
-void gmp__wake_netpoller(int64_t when);
-int64_t gmp__timers_earliest(void);
-int64_t gmp__tasks_live(void);
-int gmp__procresize(int n);
-int gmp__sched_start(int maxprocs, int max_threads);
-void gmp__newm1(gmp__m *m);
-int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
-			     void *(*fn)(void *), void *arg);
-void gmp__newm_start(gmp__m *m);
-_Noreturn void gmp__schedule_locked(gmp__m *m);
-void gmp__startlockedm(gmp__m *m, gmp_g *g);
-void gmp__sched_stop(void);
-void gmp__goexit1(void) __attribute__((noreturn));
-void gmp__main_goexit(gmp_g *g);
-uint32_t gmp__cheaprand(gmp__m *m);
-
-/* alloc.c: the one allocator pair, counted (and fault-injectable). */
+/* ------------------------------------------------------------------------
+ * alloc.c: the one allocator pair, counted (and fault-injectable; the
+ * count is for tests, in export_test.h). */
 void *gmp__malloc(size_t n);
 void *gmp__calloc(size_t n, size_t size);
 void *gmp__realloc(void *p, size_t n);
 void gmp__free(void *p);
-int64_t gmp__alloc_live(void);
-
-/* stack.c */
-
-/* The top of every stack that trimming leaves committed (see stack.c):
- * GMP__STACK_KEEP rounded up to whole pages, at most the whole stack. Set
- * by gmp_init. */
-#define GMP__STACK_KEEP ((size_t)16 * 1024)
-extern size_t gmp__stack_keep;
-
-/* What trimming knows of a G's stack (g->stkstate; stack.c, g.c). */
-enum {
-	GMP__STK_USED = 0,    /* a task ran on it since it was last trimmed */
-	GMP__STK_TRIMMED = 1, /* nothing below the kept top is committed */
-};
-
-/* Whether the task that just ended on g committed stack pages below the
- * kept top, as far as its switch points show (stack.c: what they miss is
- * left to the sweep). On g0, with g dead. */
-static inline bool gmp__stack_went_deep(const gmp_g *g)
-{
-	return g->stklow < g->stack.hi - gmp__stack_keep;
-}
-
-void gmp__stack_init(void);
-int gmp__stack_alloc(gmp__stack *s, void **gmem);
-void gmp__stack_forget(gmp__stack *s);
-void gmp__stack_trim(gmp__stack *s, size_t keep);
-void gmp__stack_trim_g(gmp_g *g, bool at_exit);
-void gmp__stack_trims(uint64_t *at_exit, uint64_t *swept);
-uint32_t gmp__stack_valgrind_register(uintptr_t lo, uintptr_t hi);
-void gmp__stack_valgrind_deregister(uint32_t id);
-bool gmp__stack_guard_hit(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
-void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install);
-void gmp__stack_release_all(void);
-void gmp__stack_forked(void); /* fork.c's child handler */
-
-/* runtime.c */
-bool gmp__running(void);
-int64_t gmp__with_runtime(int64_t (*fn)(void *), void *arg);
-int64_t gmp__if_running(int64_t (*fn)(void *), void *arg, int64_t off);
-int64_t gmp__go_nop(gmp_fn fn, void *arg);
-int64_t gmp__go_foreign(gmp_fn fn, void *arg);
-
-/* syscall.c */
-bool gmp__block_on_exit_syscall(gmp__p *p, gmp_g **gp, gmp__m **mp);
-void gmp__syscall_resume(gmp_g *g);
-void gmp__syscall_takep(gmp__m *m, gmp__p *p);
-
-/* thread.c */
-void gmp__template_stop(void);
-
-/* dump.c: scheddetail lines (after a schedtrace line), and the
- * GMP_DEBUG=sigquit=1 handler, installed by gmp_init and removed by
- * gmp_shutdown. */
-void gmp__sched_detail(FILE *f);
-void gmp__sigquit_install(void);
-void gmp__sigquit_restore(void);
-
-/* maxprocs.c: the default number of Ps (affinity and cgroup quota), and
- * sysmon's once-a-second check that follows them. */
-int gmp__maxprocs_default(void);
-void gmp__maxprocs_update(int64_t now);
-
-/* sysmon.c */
-int gmp__sysmon_start(void);
-void gmp__sysmon_stop(void);
-void gmp__sysmon_wake_locked(void);
-
-/* signal.c: the SIGSEGV/SIGBUS handler that reports stack overflows
- * (installed by gmp_init, removed by gmp_shutdown), and each M's
- * alternate signal stack (mstart). */
-void gmp__signal_install(void);
-void gmp__signal_restore(void);
-void gmp__signal_m_init(void);
 
 /* jitter.c: GMP_DEBUG=randomize=1 widens the runtime's race windows with
  * random yields and short spins; each call site reads
  * `if (GMP__UNLIKELY(gmp__cfg.randomize)) gmp__jitter();`. */
 void gmp__jitter(void);
-
-/* fork.c: the state of a child of fork() (gmp_init registers the handler
- * once); runtime.c, thread.c, sema.c and netpoll.c reset their own state
- * in the child through these hooks (stack.c and pollfd.c through
- * gmp__stack_forked and gmp__pd_forked). */
-void gmp__fork_init(void);
-void gmp__runtime_forked(void);
-void gmp__thread_forked(void);
-void gmp__sema_forked(void);
-void gmp__netpoll_forked(void);
 
 #endif

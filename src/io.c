@@ -1,4 +1,4 @@
-/* The I/O calls (SPEC §8): gmp_read, gmp_write, gmp_accept, gmp_connect,
+/* The I/O calls (design.md §8): gmp_read, gmp_write, gmp_accept, gmp_connect,
  * gmp_poll_fd and gmp_close. Go's internal/poll.FD, in C.
  *
  * Every call has the same shape:
@@ -15,7 +15,7 @@
  *                gmp_enter_syscall window) blocks its thread in poll(2)
  *                (gmp__pd_wait_thread), where gmp_close can wake it
  *
- * Blocking or non-blocking? SPEC §8 says: on a non-blocking descriptor,
+ * Blocking or non-blocking? design.md §8 says: on a non-blocking descriptor,
  * try and park on EAGAIN; on a blocking one, run the plain call inside
  * gmp_enter_syscall/gmp_exit_syscall. We do both at once: a task makes
  * every attempt inside the syscall bracket. On a non-blocking descriptor
@@ -28,13 +28,13 @@
  * the very next call, without an fcntl per call and without a stale cache
  * that could block a thread holding a P.
  *
- * errno: SPEC §2 lets a task move to another thread at every switch
+ * errno: design.md §2 lets a task move to another thread at every switch
  * point, and glibc's __errno_location is const, so within one function a
  * compiler may reuse the errno address of a thread we have left. Every
  * read and write of errno here therefore goes through gmp__errno_get/set
  * (out of line, tls.c), right after the system call and before
  * gmp_exit_syscall; and each public call restores the caller's errno
- * before it returns, as SPEC says ("leave errno alone").
+ * before it returns, as gmp.h promises ("leave errno alone").
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -59,12 +59,13 @@ static int io_begin(struct io *io, int fd)
 {
 	io->saved_errno = gmp__errno_get();
 	io->fd = fd;
-	io->task = gmp__pd_caller_is_task();
+	io->task = gmp__getg(NULL) != NULL; /* a task that may park */
 	io->op.seq = 0;
 	io->op.edges = 0;
 	io->op.armed = false;
 	if (io->task)
-		gmp_preempt_point(); /* I/O calls are switch points (SPEC §2) */
+		/* I/O calls are switch points (design.md §2) */
+		gmp_preempt_point();
 	int err = 0;
 	io->pd = gmp__pd_acquire(fd, &err);
 	return err;

@@ -17,7 +17,7 @@
  *            resetspinning after nmspinning dropped, before wakep
  *            stopm         after the M went on the idle list, before it
  *                          sleeps (startm's wakeup may come first)
- *   proc.c   park_m        after the G is WAITING and off its M, before
+ *   task.c   park_m        after the G is WAITING and off its M, before
  *                          the unlock function (wakers may already see it)
  *   syscall.c gmp_exit_syscall  before the SYSCALL -> RUNNING CAS
  *                          (sysmon's retake window)

@@ -37,6 +37,8 @@
  *    $GMP_MAXPROCS (or a config value) is the one way to opt out.
  */
 #include "internal.h"
+#include "maxprocs.h"
+#include "scheduler.h"
 
 int gmp__maxprocs_default(void)
 {

@@ -74,9 +74,8 @@ static bool can_spin(int iter)
 		return false;
 	/* A running task first: only then is m->p ours to read (in a
 	 * syscall window sysmon may take it away). */
-	gmp__m *m = gmp__getm();
-	gmp_g *g = m ? m->curg : NULL;
-	if (!g || gmp__load32_rlx(&g->status) != GMP__G_RUNNING || !m->p)
+	gmp__m *m;
+	if (!gmp__getg(&m) || !m->p)
 		return false;
 	/* Racy reads, as in Go: a wrong guess costs a few pauses. */
 	uint32_t procs = gmp__load32_rlx(&gmp__sched.gomaxprocs);

@@ -134,6 +134,25 @@ int gmp__netpoll_close(int fd)
 	return ctl(EPOLL_CTL_DEL, fd, NULL);
 }
 
+/* The modes of netpoll.h for the bits epoll reported. Our registrations
+ * ask for EPOLLIN, EPOLLOUT and EPOLLRDHUP, and epoll adds EPOLLHUP and
+ * EPOLLERR to every one: these five are all it can report. */
+static uint32_t modes_of(uint32_t ev)
+{
+	uint32_t modes = 0;
+	if (ev & EPOLLIN)
+		modes |= GMP__POLL_READ;
+	if (ev & EPOLLOUT)
+		modes |= GMP__POLL_WRITE;
+	if (ev & EPOLLRDHUP)
+		modes |= GMP__POLL_RDHUP;
+	if (ev & EPOLLHUP)
+		modes |= GMP__POLL_HUP;
+	if (ev & EPOLLERR)
+		modes |= GMP__POLL_ERR;
+	return modes;
+}
+
 /* epoll_pwait2 (Linux 5.11) takes a nanosecond timeout; qemu-user and old
  * kernels lack it, and then epoll_wait's milliseconds are rounded up. */
 static int epoll_wait_ns(struct epoll_event *evs, int n, int64_t delay)
@@ -185,7 +204,7 @@ int gmp__netpoll(int64_t delay, gmp__gqueue *q)
 			continue;
 		}
 		int64_t before = q->n;
-		gmp__pd_ready(evs[i].data.ptr, evs[i].events, q);
+		gmp__pd_ready(evs[i].data.ptr, modes_of(evs[i].events), q);
 		count += (int)(q->n - before);
 	}
 	errno = saved;

@@ -49,8 +49,24 @@ int gmp__netpoll_close(int fd);
 /* Closes the epoll instance (gmp_shutdown, after every task ended). */
 void gmp__netpoll_shutdown(void);
 
-/* Provided by pollfd.c: epoll reported `events` for the descriptor pd;
- * append the tasks this readies to q. */
-void gmp__pd_ready(void *pd, uint32_t events, gmp__gqueue *q);
+/* In the child of fork() (fork.c): forgets the parent's instance. */
+void gmp__netpoll_forked(void);
+
+/* What the poller saw of a descriptor, in the poller's own terms (as Go's
+ * netpoll speaks of modes 'r' and 'w', not of epoll's bits): a set of
+ * these. READ and WRITE wake the reader and the writer; the other three
+ * are facts about the file's end that readers act on, and that
+ * gmp_poll_fd reports (as POLLRDHUP, POLLHUP and POLLERR). */
+enum {
+	GMP__POLL_READ = 1u << 0,  /* readable (or a pending accept) */
+	GMP__POLL_WRITE = 1u << 1, /* writable */
+	GMP__POLL_RDHUP = 1u << 2, /* the peer shut down its writing side */
+	GMP__POLL_HUP = 1u << 3,   /* hung up: both directions are done */
+	GMP__POLL_ERR = 1u << 4,   /* an error is pending on the file */
+};
+
+/* Provided by pollfd.c: the poller saw `modes` (GMP__POLL_*) for the
+ * descriptor whose cookie is pd; append the tasks this readies to q. */
+void gmp__pd_ready(void *pd, uint32_t modes, gmp__gqueue *q);
 
 #endif

@@ -1,5 +1,14 @@
-/* The operating-system interface. Linux-specific code lives in
- * os_linux.c; nothing else in the runtime issues raw system calls. */
+/* The operating-system interface of the scheduler: futexes, clocks,
+ * sleeping and yielding, thread creation and signal masks, the CPU count
+ * and the cgroup quota, the page size and memory advice. Linux's answers
+ * live in os_linux.c and cgroup_linux.c, and the scheduler's own code
+ * (sched.c, sysmon.c, lock.c, thread.c, ...) reaches the kernel only
+ * through them and pthreads (and a write(2) for gmp__throw). The parts
+ * whose subject is a kernel object call the kernel themselves: the
+ * network poller (netpoll.c: epoll and an eventfd; pollfd.c: poll(2),
+ * eventfds and its table's mappings), the I/O calls (io.c), stack regions
+ * (stack.c: mmap, mprotect, madvise) and the signal handlers (signal.c:
+ * also the alternate stacks; dump.c). */
 #ifndef GMP_OS_H
 #define GMP_OS_H
 
@@ -31,9 +40,6 @@ int gmp__ncpu(void);
  * of its cgroup and every ancestor. 0 when there is none or it cannot be
  * read. cgroup_linux.c. */
 int gmp__cgroup_cpu_limit(void);
-/* Tests: the same, reading these files for /proc/self/cgroup and
- * /proc/self/mountinfo. */
-int gmp__cgroup_cpu_limit_from(const char *cgroup, const char *mountinfo);
 
 /* Creates a joinable thread running fn(arg) with every signal blocked until
  * the new thread unblocks them itself (newosproc). Returns 0 or -errno. */
@@ -65,8 +71,5 @@ struct iovec;
 enum gmp__madv { GMP__MADV_GUARD_INSTALL, GMP__MADV_POPULATE_WRITE };
 ssize_t gmp__madvise_self(const struct iovec *iov, size_t n,
 			  enum gmp__madv advice);
-/* Tests: make gmp__madvise_self use fd as our pidfd (an invalid one makes
- * it fail with -EBADF); INT_MIN restores the default. */
-void gmp__madvise_self_pidfd_set(int fd);
 
 #endif

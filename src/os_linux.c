@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export_test.h"
 #include "fault.h"
 #include "internal.h"
 
@@ -31,7 +32,8 @@
 #endif
 
 /* The futex helpers save and restore errno: they run on behalf of tasks
- * and foreign threads, and SPEC §4 promises runtime code leaves errno be. */
+ * and foreign threads, and design.md §4 promises runtime code leaves errno
+ * be. */
 int gmp__futex_wait(volatile uint32_t *addr, uint32_t val, int64_t ns)
 {
 	struct timespec ts, *tsp = NULL;

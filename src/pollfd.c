@@ -30,7 +30,7 @@
  * value names its task, so a commit can never land on a registration
  * that another task made after ours was cancelled (no ABA).
  *
- * Readiness is edge-triggered (EPOLLET): an edge that nobody sees is gone
+ * Readiness is edge-triggered: an edge that nobody sees is gone
  * for good. Go remembers one in the slot (pdReady) for the next waiter;
  * that works when only one task at a time waits per direction (Go's
  * fdMutex sees to that), but not for two tasks accepting on one listener:
@@ -97,15 +97,16 @@
  * fork), still watches the old file under our cookie. How can we tell,
  * without a system call on every I/O call? We cannot, but we need to know
  * only before a task parks, and parking already costs system calls:
- * before the first park of each call (`arm`) we try EPOLL_CTL_ADD. epoll
- * keys a registration by the pair (number, open file), so:
+ * before the first park of each call (`arm`) we try to add the
+ * registration again (gmp__netpoll_open). epoll keys a registration by
+ * the pair (number, open file), so:
  *
  *   EEXIST   the file behind the number is the one we registered; carry on
  *   success  a new file: it is now registered. Bump `seq` (the file's
  *            generation, part of the epoll cookie), so that events still
  *            coming for the old file are recognised as stale and dropped,
  *            and wake every task still parked on the old file: it returns
- *            -EBADF (its file is gone; SPEC §8 asks only that the new file
+ *            -EBADF (its file is gone; design.md §8 asks only that the new file
  *            work, but leaving them parked forever helps nobody).
  *
  * fstat's (st_dev, st_ino) would also spot a new file, at the same price
@@ -140,7 +141,6 @@
  */
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -148,6 +148,7 @@
 
 #include "netpoll.h"
 #include "pollfd.h"
+#include "task.h"
 #include "wait.h"
 
 #define PD_NIL ((uintptr_t)0)
@@ -254,13 +255,6 @@ int gmp__pd_kind(const gmp__pd *pd)
 void gmp__pd_set_kind(gmp__pd *pd, int kind)
 {
 	gmp__store32_rlx(&pd->kind, (uint32_t)kind);
-}
-
-bool gmp__pd_caller_is_task(void)
-{
-	gmp__m *m = gmp__getm();
-	gmp_g *g = m ? gmp__loadp_rlx(&m->curg) : NULL;
-	return g && gmp__load32_rlx(&g->status) == GMP__G_RUNNING;
 }
 
 static void *cookie(const gmp__pd *pd, uint32_t seq)
@@ -552,7 +546,25 @@ static int arm(gmp__pd *pd, gmp__pd_op *op)
 
 /* ---- the poller's side -------------------------------------------------------- */
 
-void gmp__pd_ready(void *ck, uint32_t events, gmp__gqueue *q)
+/* The poll(2) bits of what the poller saw, as gmp_poll_fd reports them
+ * to the waiters on the list. */
+static uint32_t poll_bits(uint32_t modes)
+{
+	uint32_t ev = 0;
+	if (modes & GMP__POLL_READ)
+		ev |= POLLIN;
+	if (modes & GMP__POLL_WRITE)
+		ev |= POLLOUT;
+	if (modes & GMP__POLL_RDHUP)
+		ev |= POLLRDHUP;
+	if (modes & GMP__POLL_HUP)
+		ev |= POLLHUP;
+	if (modes & GMP__POLL_ERR)
+		ev |= POLLERR;
+	return ev;
+}
+
+void gmp__pd_ready(void *ck, uint32_t modes, gmp__gqueue *q)
 {
 	uint64_t c = (uint64_t)(uintptr_t)ck;
 	if (!(c & PD_COOKIE_TAG))
@@ -561,17 +573,18 @@ void gmp__pd_ready(void *ck, uint32_t events, gmp__gqueue *q)
 	if (!pd || (gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK) !=
 			   ((uint32_t)(c >> 32) & PD_SEQ_MASK))
 		return; /* an event for a file we no longer watch */
-	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+	const uint32_t ended = GMP__POLL_RDHUP | GMP__POLL_HUP | GMP__POLL_ERR;
+	if (modes & ended)
 		gmp__store32_rlx(&pd->rdhup, 1); /* released by the bump */
 	edges_bump(pd);
-	/* Go's choice of bits: errors and hang-ups wake both directions, so
-	 * that the retried call reports them. */
-	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+	/* Go's choice: errors and hang-ups wake both directions, so that the
+	 * retried call reports them (a peer's shutdown, readers only). */
+	if (modes & (GMP__POLL_READ | ended)) {
 		gmp_g *g = slot_wake(&pd->rg);
 		if (g)
 			gmp__gq_push(q, g);
 	}
-	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
+	if (modes & (GMP__POLL_WRITE | GMP__POLL_HUP | GMP__POLL_ERR)) {
 		gmp_g *g = slot_wake(&pd->wg);
 		if (g)
 			gmp__gq_push(q, g);
@@ -579,6 +592,7 @@ void gmp__pd_ready(void *ck, uint32_t events, gmp__gqueue *q)
 	/* acquire: after the bump (see "Barriers" at the top) */
 	if (!gmp__loadp_acq(&pd->list))
 		return;
+	uint32_t events = poll_bits(modes);
 	gmp__lock(&pd->lock);
 	gmp__waiter *next;
 	for (gmp__waiter *w = pd->list; w; w = next) {
@@ -587,7 +601,7 @@ void gmp__pd_ready(void *ck, uint32_t events, gmp__gqueue *q)
 		    !gmp__waiter_claim(w))
 			continue;
 		list_remove(pd, w);
-		w->result = (int)(events & 0x7fffffff);
+		w->result = (int)events;
 		/* gmp__waiter_wake, except that the task goes to q: the
 		 * poller's caller readies everything it found at once. The
 		 * task is parked (it left the lock in its unlock function),
@@ -741,7 +755,7 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline)
  * close(2). A task yields meanwhile, a thread gives up its CPU. */
 static void wait_reopen(gmp__pd *pd)
 {
-	bool task = gmp__pd_caller_is_task();
+	bool task = gmp__getg(NULL) != NULL;
 	while (gmp__load32_acq(&pd->ref) & PD_CLOSED) {
 		if (task)
 			gmp_yield();

@@ -41,10 +41,6 @@ enum {
 	GMP__PD_KIND_OTHER = 4         /* not a socket */
 };
 
-/* Whether the caller is a task that may park (running, not inside a
- * gmp_enter_syscall window); everyone else blocks its thread. */
-bool gmp__pd_caller_is_task(void);
-
 /* Takes a reference on fd's descriptor, creating it on first use. Returns
  * it, or NULL with *err set: -EBADF for a negative fd or one being
  * gmp_close()d, -EMFILE beyond the table (fd >= GMP__PD_MAX_FD), -ENOMEM. */

@@ -1,5 +1,8 @@
-/* Run queue slow paths: overflow to the global queue and stealing. The
- * protocol is described in runq.h. */
+/* Run queue slow paths: overflow to the global queue and stealing; and
+ * the global run queue. The protocol is described in runq.h. */
+#include <string.h>
+
+#include "export_test.h"
 #include "runq.h"
 
 uint32_t gmp__prand(gmp__p *p)
@@ -162,5 +165,178 @@ gmp_g *gmp__runq_steal(gmp__p *p, gmp__p *p2, bool steal_runnext)
 		gmp__throw("runq_steal: local queue overflow");
 	/* release: publishes the copied slots to our own thieves. */
 	gmp__store32_rel(&p->runqtail, t + n);
+	return g;
+}
+
+/* ---- global run queue (sched.lock) -------------------------------------- */
+
+static void runqsize_publish(void)
+{
+	/* release: pairs with the acquire in gmp__globrunq_has_work; only
+	 * a hint, the real check is repeated under sched.lock. */
+	gmp__store64_rel(&gmp__sched.runqsize, (uint64_t)gmp__sched.runq.n);
+}
+
+/* A chunk to append (the tail is full or there is none): a spare one. */
+static gmp__grq_chunk *grq_newtail(gmp__grq *q)
+{
+	gmp__grq_chunk *c = q->spare;
+	if (GMP__UNLIKELY(!c))
+		gmp__throw("global run queue: no spare chunk (%lld queued, "
+			   "%lld chunks)",
+			   (long long)q->n, (long long)q->nchunks);
+	q->spare = c->next;
+	c->next = NULL;
+	c->head = c->tail = 0;
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	return c;
+}
+
+/* The head chunk is used up: recycle it, unless it is also the tail
+ * (then it just starts over). */
+static void grq_drophead(gmp__grq *q)
+{
+	gmp__grq_chunk *c = q->head;
+	if (c == q->tail) {
+		c->head = c->tail = 0;
+		return;
+	}
+	q->head = c->next;
+	c->next = q->spare;
+	q->spare = c;
+}
+
+void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	while (n) {
+		gmp__grq_chunk *c = q->tail;
+		if (!c || c->tail == GMP__GRQ_CHUNK)
+			c = grq_newtail(q);
+		uint32_t k = GMP__GRQ_CHUNK - c->tail;
+		if (k > n)
+			k = n;
+		memcpy(&c->g[c->tail], gs, k * sizeof *gs);
+		c->tail += k;
+		q->n += k;
+		gs += k;
+		n -= k;
+	}
+	runqsize_publish();
+}
+
+void gmp__globrunq_put(gmp_g *g)
+{
+	gmp__globrunq_putarray(&g, 1);
+}
+
+void gmp__globrunq_putbatch(gmp__gqueue *q)
+{
+	gmp_g *batch[64];
+	uint32_t n = 0;
+	gmp_g *g;
+	while ((g = gmp__gq_pop(q)) != NULL) {
+		batch[n++] = g;
+		if (n == 64) {
+			gmp__globrunq_putarray(batch, n);
+			n = 0;
+		}
+	}
+	if (n)
+		gmp__globrunq_putarray(batch, n);
+}
+
+/* Takes the G at the head of a non-empty queue; the caller counts it. */
+static gmp_g *grq_take(gmp__grq *q)
+{
+	gmp__grq_chunk *c = q->head;
+	gmp_g *g = c->g[c->head++];
+	if (c->head == c->tail)
+		grq_drophead(q);
+	return g;
+}
+
+/* The G at the head of the global queue, or NULL. */
+gmp_g *gmp__globrunq_pop(void)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	if (q->n == 0)
+		return NULL;
+	gmp_g *g = grq_take(q);
+	q->n--;
+	runqsize_publish();
+	return g;
+}
+
+/* Makes sure the queue can hold ngs Gs (see gmp__grq). Callers are
+ * serialised by allg_lock; chunks are only freed at shutdown. Returns 0
+ * or -ENOMEM. */
+int gmp__globrunq_reserve(int64_t ngs)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	int64_t need = (ngs + GMP__GRQ_CHUNK - 1) / GMP__GRQ_CHUNK + 2;
+	while (q->nchunks < need) {
+		gmp__grq_chunk *c = gmp__malloc(sizeof *c);
+		if (!c)
+			return -ENOMEM;
+		gmp__lock(&gmp__sched.lock);
+		c->next = q->spare;
+		q->spare = c;
+		q->nchunks++;
+		gmp__unlock(&gmp__sched.lock);
+	}
+	return 0;
+}
+
+/* Shutdown (the queue is empty) and failed starts. */
+void gmp__globrunq_free_all(void)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	if (q->n)
+		gmp__throw("global run queue: %lld tasks left at shutdown",
+			   (long long)q->n);
+	for (int i = 0; i < 2; i++) {
+		gmp__grq_chunk *c = i ? q->spare : q->head;
+		while (c) {
+			gmp__grq_chunk *next = c->next;
+			gmp__free(c);
+			c = next;
+		}
+	}
+	memset(q, 0, sizeof *q);
+}
+
+/* Takes one G to run from the global queue, and up to max-1 more onto p's
+ * ring (which must have room: the callers' rings are empty). Takes a fair
+ * share: no more than runqsize/gomaxprocs + 1. Copies pointers only. */
+gmp_g *gmp__globrunq_get(gmp__p *p, int64_t max)
+{
+	gmp__grq *q = &gmp__sched.runq;
+	int64_t n = q->n;
+	if (n == 0)
+		return NULL;
+	int64_t share =
+		n / (int64_t)gmp__load32_rlx(&gmp__sched.gomaxprocs) + 1;
+	if (n > share)
+		n = share;
+	if (n > max)
+		n = max;
+	q->n -= n;
+	gmp_g *g = grq_take(q);
+	if (n > 1) {
+		uint32_t h = gmp__load32_acq(&p->runqhead);
+		uint32_t t = p->runqtail;
+		if (t - h + (uint32_t)(n - 1) > GMP__RUNQ_SIZE)
+			gmp__throw("globrunq_get: no room in the local queue");
+		for (int64_t i = 1; i < n; i++, t++)
+			gmp__storep_rlx(&p->runq[t % GMP__RUNQ_SIZE],
+					grq_take(q));
+		gmp__store32_rel(&p->runqtail, t); /* publishes the slots */
+	}
+	runqsize_publish();
 	return g;
 }

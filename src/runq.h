@@ -1,6 +1,11 @@
-/* Per-P run queues: a 256-slot ring plus the runnext slot (Go's runq).
+/* Run queues: where runnable work waits. Each P has its own, lock-free
+ * (Go's runq), and there is one global queue under sched.lock (Go's
+ * sched.runq) for what a full ring spills and what threads without a P
+ * submit; the global queue's layout is gmp__grq in internal.h, its code
+ * is at the end of this file and of runq.c.
  *
- * The ring is single-producer, multi-consumer:
+ * A P's queue is a 256-slot ring plus the runnext slot. The ring is
+ * single-producer, multi-consumer:
  *
  *   runqtail  written only by the owner P, with a store-release that
  *             publishes the slot written before it; thieves load-acquire it.
@@ -129,5 +134,24 @@ static inline gmp_g *gmp__runq_get(gmp__p *p, bool *inherit)
 		}
 	}
 }
+
+/* ---- the global run queue (gmp__grq in internal.h), under sched.lock ----
+ *
+ * Everything here but gmp__globrunq_has_work and gmp__globrunq_reserve
+ * is called with sched.lock held. */
+
+/* Whether the global queue may have work: a lock-free hint (an acquire
+ * load of sched.runqsize, which every change publishes with a release);
+ * callers repeat the real check under sched.lock. */
+static inline bool gmp__globrunq_has_work(void)
+{
+	return gmp__load64_acq(&gmp__sched.runqsize) != 0;
+}
+
+void gmp__globrunq_put(gmp_g *g);
+void gmp__globrunq_putbatch(gmp__gqueue *q);
+gmp_g *gmp__globrunq_get(gmp__p *p, int64_t max);
+int gmp__globrunq_reserve(int64_t ngs);
+void gmp__globrunq_free_all(void);
 
 #endif

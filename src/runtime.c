@@ -1,17 +1,18 @@
-/* The runtime's lifecycle (SPEC §1): settings, gmp_init, gmp_shutdown,
+/* The runtime's lifecycle (design.md §1): settings, gmp_init, gmp_shutdown,
  * gmp_main, and the calls that must start the runtime or see it stopped.
  *
  * States:  OFF -> RUNNING -> DRAINING -> OFF
  *
  * api_lock serialises gmp_init and gmp_shutdown as wholes. rt_lock (a
  * writer-preferring rwlock) guards the state word against calls from
- * threads that hold no P: they take it for reading around their use of
- * the scheduler, so gmp_shutdown, which takes it for writing to leave
- * RUNNING, knows none of them is half-way through a spawn, and its
- * teardown, none is half-way through a ready (proc.c) or a stats read.
- * Tasks need no lock: while one exists, the runtime cannot finish
- * draining. Nothing holding it for reading may take it again (a writer
- * waiting in between would deadlock them).
+ * threads that hold no P: they hold it for reading around their use of
+ * the scheduler (gmp__rt_hold and gmp__rt_release, runtime.h), so
+ * gmp_shutdown, which takes it for writing to leave RUNNING, knows none of
+ * them is half-way through a spawn, and its teardown, none is half-way
+ * through a ready (task.c), a stats read or a dump. Tasks need no lock:
+ * while one exists, the runtime cannot finish draining. Nothing holding
+ * it for reading may take it again (a writer waiting in between would
+ * deadlock them).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -20,8 +21,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump.h"
+#include "fork.h"
+#include "g.h"
 #include "internal.h"
+#include "maxprocs.h"
 #include "netpoll.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "signals.h"
+#include "stack.h"
+#include "sysmon.h"
 
 enum { RT_OFF = 0, RT_RUNNING = 1, RT_DRAINING = 2 };
 
@@ -31,11 +41,6 @@ static pthread_rwlock_t rt_lock =
 static volatile uint32_t rt_state; /* atomic; changed under rt_lock (write) */
 
 gmp__settings gmp__cfg;
-
-bool gmp__running(void)
-{
-	return gmp__load32_acq(&rt_state) == RT_RUNNING;
-}
 
 /* ---- settings --------------------------------------------------------------- */
 
@@ -270,12 +275,6 @@ GMP_EXTERN int gmp_init(const gmp_config *cfg)
 	return err;
 }
 
-static int64_t tasks_live(void *unused)
-{
-	(void)unused;
-	return gmp__tasks_live();
-}
-
 /* Waits until no task is left (see goexit0 for the other side), from a
  * thread that holds no P: gmp_shutdown's drain, and gmp_main once its
  * task has called gmp_exit. While anyone waits here, every P that goes
@@ -293,8 +292,13 @@ static void wait_no_tasks(bool racing)
 	gmp__add32_full(&gmp__sched.drain_waiters, 1);
 	for (;;) {
 		uint32_t seq = gmp__load32_acq(&gmp__sched.drain_seq);
-		int64_t live = racing ? gmp__if_running(tasks_live, NULL, 0)
-				      : gmp__tasks_live();
+		int64_t live = 0;
+		if (!racing) {
+			live = gmp__tasks_live();
+		} else if (gmp__rt_hold(false) == 0) {
+			live = gmp__tasks_live();
+			gmp__rt_release();
+		}
 		if (live == 0)
 			break;
 		gmp__futex_wait(&gmp__sched.drain_seq, seq, -1);
@@ -342,59 +346,35 @@ void gmp__runtime_forked(void)
 	gmp__store32_rel(&rt_state, RT_OFF);
 }
 
-/* Runs fn with the runtime held RUNNING (starting it if it is off), from a
- * thread that holds no P. Returns fn's result, or -ESHUTDOWN while
- * draining, or gmp_init's error. */
-int64_t gmp__with_runtime(int64_t (*fn)(void *), void *arg)
+/* See runtime.h. The read lock is taken first in every case, even to
+ * learn that the runtime is off: a state read without it could be stale
+ * by the time the caller acts on it. */
+int gmp__rt_hold(bool start)
 {
 	for (;;) {
 		pthread_rwlock_rdlock(&rt_lock);
 		uint32_t st = gmp__load32_acq(&rt_state);
-		if (st == RT_RUNNING) {
-			int64_t r = fn(arg);
-			pthread_rwlock_unlock(&rt_lock);
-			return r;
-		}
+		if (st == RT_RUNNING)
+			return 0;
+		/* Draining: the structures stay until the last task ends,
+		 * and then the teardown waits for us. Only new work from a
+		 * thread that is not the runtime's is refused; a runtime
+		 * thread (a task in a syscall window, say) is part of what
+		 * gmp_shutdown waits for, so it may still spawn. */
+		if (st == RT_DRAINING && (!start || gmp__getm()))
+			return 0;
 		pthread_rwlock_unlock(&rt_lock);
-		if (st == RT_DRAINING) {
-			/* A runtime thread (a task in a syscall window, say)
-			 * is part of what shutdown waits for: let it spawn. */
-			if (gmp__getm())
-				return fn(arg);
+		if (st == RT_DRAINING || !start)
 			return -ESHUTDOWN;
-		}
 		int err = gmp_init(NULL);
 		if (err)
 			return err;
 	}
 }
 
-/* Runs fn(arg) if the runtime is running or draining, holding it there so
- * its structures stay (gmp_shutdown's teardown waits); else returns off.
- * From a thread that holds no P. */
-int64_t gmp__if_running(int64_t (*fn)(void *), void *arg, int64_t off)
+void gmp__rt_release(void)
 {
-	pthread_rwlock_rdlock(&rt_lock);
-	int64_t r = gmp__load32_acq(&rt_state) == RT_OFF ? off : fn(arg);
 	pthread_rwlock_unlock(&rt_lock);
-	return r;
-}
-
-struct go_args {
-	gmp_fn fn;
-	void *arg;
-};
-
-static int64_t go_nop(void *p)
-{
-	struct go_args *a = p;
-	return gmp__go_nop(a->fn, a->arg);
-}
-
-int64_t gmp__go_foreign(gmp_fn fn, void *arg)
-{
-	struct go_args a = { fn, arg };
-	return gmp__with_runtime(go_nop, &a);
 }
 
 /* ---- gmp_main -------------------------------------------------------------- */
@@ -460,9 +440,8 @@ GMP_EXTERN int gmp_main(int (*fn)(void *), void *arg)
 
 /* ---- settings at run time ----------------------------------------------------- */
 
-static int64_t set_maxprocs(void *p)
+static int set_maxprocs(int n)
 {
-	int n = *(int *)p;
 	gmp__lock(&gmp__sched.lock);
 	int old = (int)gmp__load32_rlx(&gmp__sched.gomaxprocs);
 	int err = n > 0 ? gmp__procresize(n) : 0;
@@ -482,8 +461,13 @@ static int64_t set_maxprocs(void *p)
 GMP_EXTERN int gmp_set_maxprocs(int n)
 {
 	if (gmp__getm())
-		return (int)set_maxprocs(&n);
-	return (int)gmp__with_runtime(set_maxprocs, &n);
+		return set_maxprocs(n);
+	int err = gmp__rt_hold(true);
+	if (err)
+		return err;
+	int r = set_maxprocs(n);
+	gmp__rt_release();
+	return r;
 }
 
 GMP_EXTERN const char *gmp_version(void)
@@ -496,9 +480,8 @@ GMP_EXTERN const char *gmp_version(void)
 
 /* ---- stats ------------------------------------------------------------------- */
 
-static int64_t stats_read(void *p)
+static void stats_read(gmp_stats *st)
 {
-	gmp_stats *st = p;
 	memset(st, 0, sizeof *st);
 	st->threads_total = gmp__load32_rlx(&gmp__sched.nthreads);
 	st->tasks_live = (uint64_t)gmp__tasks_live();
@@ -531,20 +514,21 @@ static int64_t stats_read(void *p)
 	st->global_runq_len = gmp__load64_rlx(&gmp__sched.runqsize);
 	st->retakes = gmp__load64_rlx(&gmp__sched.nretakes);
 	st->handoffs = gmp__load64_rlx(&gmp__sched.nhandoffs);
-	return 0;
 }
 
 GMP_EXTERN int gmp_stats_read(gmp_stats *out)
 {
 	if (!out)
 		return -EINVAL;
-	if (gmp__getm())
-		return (int)stats_read(out);
-	pthread_rwlock_rdlock(&rt_lock);
-	if (gmp__load32_acq(&rt_state) == RT_OFF)
-		memset(out, 0, sizeof *out);
-	else
+	if (gmp__getm()) {
 		stats_read(out);
-	pthread_rwlock_unlock(&rt_lock);
+		return 0;
+	}
+	if (gmp__rt_hold(false) != 0) {
+		memset(out, 0, sizeof *out);
+		return 0;
+	}
+	stats_read(out);
+	gmp__rt_release();
 	return 0;
 }

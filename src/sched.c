@@ -1,5 +1,8 @@
-/* The scheduler: schedule -> findrunnable -> execute, the M pool, and P
- * handoff. A C rendition of the design of Go's runtime/proc.go.
+/* The scheduler: schedule -> findrunnable -> execute, the idle Ms and the
+ * spinning protocol, Ps and their handoff. A C rendition of the design of
+ * Go's runtime/proc.go, which this file shares with task.c (the task API:
+ * spawn, yield, park, ready, exit), thread.c (an M's life, from its
+ * creation to its exit) and runq.c (the run queues).
  *
  * G, M and P
  * ----------
@@ -11,11 +14,11 @@
  *    a task, so at most gomaxprocs tasks run at once, while any number of
  *    Ms may exist (blocked in syscalls, idle, spinning).
  *
- * A task gives up its M only at a switch point: it calls gmp__mcall(fn),
- * which saves its registers in g->sched and runs fn on the M's g0 stack;
- * fn (park_m, gosched_m, goexit0, ...) records the task's new state and
- * calls schedule(), which never returns: it finds the next G and jumps into
- * it with gogo. Nothing ever returns to a g0 frame, so every mcall starts
+ * A task gives up its M only at a switch point: it calls gmp__mcall(fn)
+ * (mcall.h), which saves its registers in g->sched and runs fn on the M's
+ * g0 stack; fn (park_m, gosched_m, goexit0, ... in task.c) records the
+ * task's new state and calls schedule(), which never returns: it finds the
+ * next G and jumps into it with gmp__gogo. Nothing ever returns to a g0 frame, so every mcall starts
  * g0 afresh at m->g0sp.
  *
  * Where work lives
@@ -79,190 +82,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fiber.h"
+#include "g.h"
 #include "internal.h"
+#include "mcall.h"
 #include "netpoll.h"
 #include "runq.h"
+#include "scheduler.h"
+#include "sysmon.h"
+#include "thread.h"
 
 gmp__sched_t gmp__sched;
-
-/* ---- global run queue (sched.lock) -------------------------------------- */
-
-static void runqsize_publish(void)
-{
-	/* release: pairs with the acquire in has_global_work; only a hint,
-	 * the real check is repeated under sched.lock. */
-	gmp__store64_rel(&gmp__sched.runqsize, (uint64_t)gmp__sched.runq.n);
-}
-
-static bool has_global_work(void)
-{
-	return gmp__load64_acq(&gmp__sched.runqsize) != 0;
-}
-
-/* A chunk to append (the tail is full or there is none): a spare one. */
-static gmp__grq_chunk *grq_newtail(gmp__grq *q)
-{
-	gmp__grq_chunk *c = q->spare;
-	if (GMP__UNLIKELY(!c))
-		gmp__throw("global run queue: no spare chunk (%lld queued, "
-			   "%lld chunks)",
-			   (long long)q->n, (long long)q->nchunks);
-	q->spare = c->next;
-	c->next = NULL;
-	c->head = c->tail = 0;
-	if (q->tail)
-		q->tail->next = c;
-	else
-		q->head = c;
-	q->tail = c;
-	return c;
-}
-
-/* The head chunk is used up: recycle it, unless it is also the tail
- * (then it just starts over). */
-static void grq_drophead(gmp__grq *q)
-{
-	gmp__grq_chunk *c = q->head;
-	if (c == q->tail) {
-		c->head = c->tail = 0;
-		return;
-	}
-	q->head = c->next;
-	c->next = q->spare;
-	q->spare = c;
-}
-
-void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	while (n) {
-		gmp__grq_chunk *c = q->tail;
-		if (!c || c->tail == GMP__GRQ_CHUNK)
-			c = grq_newtail(q);
-		uint32_t k = GMP__GRQ_CHUNK - c->tail;
-		if (k > n)
-			k = n;
-		memcpy(&c->g[c->tail], gs, k * sizeof *gs);
-		c->tail += k;
-		q->n += k;
-		gs += k;
-		n -= k;
-	}
-	runqsize_publish();
-}
-
-void gmp__globrunq_put(gmp_g *g)
-{
-	gmp__globrunq_putarray(&g, 1);
-}
-
-void gmp__globrunq_putbatch(gmp__gqueue *q)
-{
-	gmp_g *batch[64];
-	uint32_t n = 0;
-	gmp_g *g;
-	while ((g = gmp__gq_pop(q)) != NULL) {
-		batch[n++] = g;
-		if (n == 64) {
-			gmp__globrunq_putarray(batch, n);
-			n = 0;
-		}
-	}
-	if (n)
-		gmp__globrunq_putarray(batch, n);
-}
-
-/* Takes the G at the head of a non-empty queue; the caller counts it. */
-static gmp_g *grq_take(gmp__grq *q)
-{
-	gmp__grq_chunk *c = q->head;
-	gmp_g *g = c->g[c->head++];
-	if (c->head == c->tail)
-		grq_drophead(q);
-	return g;
-}
-
-/* The G at the head of the global queue, or NULL. */
-gmp_g *gmp__globrunq_pop(void)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	if (q->n == 0)
-		return NULL;
-	gmp_g *g = grq_take(q);
-	q->n--;
-	runqsize_publish();
-	return g;
-}
-
-/* Makes sure the queue can hold ngs Gs (see gmp__grq). Callers are
- * serialised by allg_lock; chunks are only freed at shutdown. Returns 0
- * or -ENOMEM. */
-int gmp__globrunq_reserve(int64_t ngs)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	int64_t need = (ngs + GMP__GRQ_CHUNK - 1) / GMP__GRQ_CHUNK + 2;
-	while (q->nchunks < need) {
-		gmp__grq_chunk *c = gmp__malloc(sizeof *c);
-		if (!c)
-			return -ENOMEM;
-		gmp__lock(&gmp__sched.lock);
-		c->next = q->spare;
-		q->spare = c;
-		q->nchunks++;
-		gmp__unlock(&gmp__sched.lock);
-	}
-	return 0;
-}
-
-/* Shutdown (the queue is empty) and failed starts. */
-void gmp__globrunq_free_all(void)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	if (q->n)
-		gmp__throw("global run queue: %lld tasks left at shutdown",
-			   (long long)q->n);
-	for (int i = 0; i < 2; i++) {
-		gmp__grq_chunk *c = i ? q->spare : q->head;
-		while (c) {
-			gmp__grq_chunk *next = c->next;
-			gmp__free(c);
-			c = next;
-		}
-	}
-	memset(q, 0, sizeof *q);
-}
-
-/* Takes one G to run from the global queue, and up to max-1 more onto p's
- * ring (which must have room: the callers' rings are empty). Takes a fair
- * share: no more than runqsize/gomaxprocs + 1. Copies pointers only. */
-static gmp_g *globrunq_get(gmp__p *p, int64_t max)
-{
-	gmp__grq *q = &gmp__sched.runq;
-	int64_t n = q->n;
-	if (n == 0)
-		return NULL;
-	int64_t share =
-		n / (int64_t)gmp__load32_rlx(&gmp__sched.gomaxprocs) + 1;
-	if (n > share)
-		n = share;
-	if (n > max)
-		n = max;
-	q->n -= n;
-	gmp_g *g = grq_take(q);
-	if (n > 1) {
-		uint32_t h = gmp__load32_acq(&p->runqhead);
-		uint32_t t = p->runqtail;
-		if (t - h + (uint32_t)(n - 1) > GMP__RUNQ_SIZE)
-			gmp__throw("globrunq_get: no room in the local queue");
-		for (int64_t i = 1; i < n; i++, t++)
-			gmp__storep_rlx(&p->runq[t % GMP__RUNQ_SIZE],
-					grq_take(q));
-		gmp__store32_rel(&p->runqtail, t); /* publishes the slots */
-	}
-	runqsize_publish();
-	return g;
-}
 
 /* ---- Ps ----------------------------------------------------------------- */
 
@@ -408,7 +237,7 @@ static void mput(gmp__m *m)
 	gmp__store32_rlx(&gmp__sched.nmidle, gmp__sched.nmidle + 1);
 }
 
-gmp__m *gmp__mget(void)
+static gmp__m *mget(void)
 {
 	gmp__m *m = gmp__sched.midle;
 	if (m) {
@@ -429,189 +258,9 @@ uint32_t gmp__cheaprand(gmp__m *m)
 	return (uint32_t)((t >> 64) ^ t);
 }
 
-static void mcommoninit(gmp__m *m)
-{
-	m->id = gmp__sched.mnext++;
-	m->rand = (uint64_t)m->id * 0x9E3779B97F4A7C15ULL ^
-		  (uint64_t)gmp__nanotime();
-}
-
-/* Checks the thread cap (sched.lock held): Go's checkmcount. */
-static void checkmcount(void)
-{
-	int64_t count = gmp__sched.mnext - gmp__sched.nmfreed;
-	if (count > gmp__sched.maxmcount)
-		gmp__throw("program exceeds %d-thread limit",
-			   gmp__sched.maxmcount);
-}
-
-/* Returns an M struct for a new thread: a recycled one whose thread has
- * exited, or a new one. M structs are never freed while the runtime runs,
- * so sysmon may read p->m->curg without a lock. */
-static gmp__m *allocm(void)
-{
-	gmp__lock(&gmp__sched.lock);
-	gmp__m *m = gmp__sched.freem;
-	if (m)
-		gmp__sched.freem = m->freelink;
-	gmp__unlock(&gmp__sched.lock);
-	if (m) {
-		/* The thread has left mstart and is about to vanish. */
-		if (m->thread_joinable)
-			pthread_join(m->thread, NULL);
-		gmp__m *alllink = m->alllink;
-		memset(m, 0, sizeof *m);
-		m->alllink = alllink;
-	} else {
-		m = gmp__calloc(1, sizeof *m);
-		if (!m)
-			gmp__throw("out of memory allocating a thread");
-		gmp__lock(&gmp__sched.lock);
-		m->alllink = gmp__sched.allm;
-		gmp__storep_rel(&gmp__sched.allm, m);
-		gmp__unlock(&gmp__sched.lock);
-	}
-	gmp__lock(&gmp__sched.lock);
-	mcommoninit(m);
-	checkmcount();
-	gmp__unlock(&gmp__sched.lock);
-	return m;
-}
-
-enum { M_STACK_SIZE = 512 * 1024 };
-
-static void *mstart(void *arg);
-
-/* gmp__thread_create, retrying EAGAIN (a transient shortage of threads)
- * for about a second before giving up, as Go does. */
-int gmp__thread_create_retry(pthread_t *t, size_t stack_size,
-			     void *(*fn)(void *), void *arg)
-{
-	int err = 0;
-	for (int tries = 0; tries < 20; tries++) {
-		err = gmp__thread_create(t, stack_size, fn, arg);
-		if (err != -EAGAIN)
-			break;
-		gmp__usleep(1000 << (tries < 6 ? tries : 6));
-	}
-	return err;
-}
-
-/* Starts a thread for m; a failure after the retries is fatal. */
-void gmp__newm1(gmp__m *m)
-{
-	int err = gmp__thread_create_retry(&m->thread, M_STACK_SIZE, mstart, m);
-	if (err)
-		gmp__throw("failed to create new OS thread (%s; %lld threads "
-			   "exist); may need to increase max user processes "
-			   "(ulimit -u)",
-			   strerror(-err),
-			   (long long)gmp__load32_rlx(&gmp__sched.nthreads));
-	m->thread_joinable = true;
-}
-
-/* Creates a new M that will run fn (if any), then take p (if any) and
- * schedule. spinning: the caller counted it in nmspinning already. */
-void gmp__newm(void (*fn)(gmp__m *), gmp__p *p, bool spinning)
-{
-	gmp__m *m = allocm();
-	m->mstartfn = fn;
-	m->nextp = p;
-	gmp__storeb_rlx(&m->spinning, spinning);
-	gmp__add32_rlx(&gmp__sched.nthreads, 1);
-	gmp__newm_start(m);
-}
-
-static void mexit(gmp__m *m) __attribute__((noreturn));
-
-/* Runs once on the M's thread before it schedules; m->g0sp must be set
- * here, in a frame that stays below mstart's exit jmp_buf forever.
- *
- * g0sp is the top of a pad in this very frame, which never returns: each
- * scheduling round on g0 starts there and grows down from it. Being inside
- * a live frame matters to Valgrind, which marks stack memory above the
- * deepest live frame as dead when calls return; a g0sp below this frame
- * would lie in such memory, and every mcall's first push would be
- * reported. Not instrumented by ASan, which would put the pad on its heap
- * fake stack (and redzones around it). */
-static __attribute__((noinline, no_sanitize_address)) void mstart1(gmp__m *m)
-{
-	volatile char pad[256];
-	pad[0] = 0;
-	m->g0sp = (uintptr_t)&pad[sizeof pad - 16] & ~(uintptr_t)15;
-	gmp__fiber_m_enter_g0(m);
-	if (m->mstartfn)
-		m->mstartfn(m);
-	if (m->nextp) {
-		gmp__p *p = m->nextp;
-		m->nextp = NULL;
-		gmp__acquirep(m, p);
-	} else if (!m->lockedg) {
-		gmp__stopm(m); /* nothing to do yet: park until needed */
-	}
-	gmp__schedule(m);
-}
-
-static void *mstart(void *arg)
-{
-	gmp__m *m = arg;
-	gmp__setm(m);
-	gmp__store32_rlx((volatile uint32_t *)&m->tid, (uint32_t)gmp__gettid());
-	pthread_attr_t attr;
-	void *lo = NULL;
-	size_t size = 0;
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-		pthread_attr_getstack(&attr, &lo, &size);
-		pthread_attr_destroy(&attr);
-	}
-	m->g0_lo = (uintptr_t)lo;
-	m->g0_hi = (uintptr_t)lo + size;
-	m->valgrind_g0_id = gmp__stack_valgrind_register(m->g0_lo, m->g0_hi);
-	/* Under mexit_lock: sysmon's preemptone reads it there. */
-	gmp__lock(&gmp__sched.mexit_lock);
-	m->preemptp = gmp__tls_preempt_flag();
-	gmp__unlock(&gmp__sched.mexit_lock);
-	m->errnop = &errno; /* on this thread: its own errno, for good */
-	gmp__fiber_m_init(m);
-	gmp__signal_m_init(); /* alternate signal stack (signal.c) */
-	/* Set up: now take the process's signal mask (minit). */
-	gmp__sigmask_restore();
-	jmp_buf exitjmp;
-	m->exitjmp = &exitjmp;
-	if (setjmp(exitjmp) == 0)
-		mstart1(m);
-	/* mexit jumped here: this thread is done. */
-	gmp__fiber_m_done(m);
-	gmp__stack_valgrind_deregister(m->valgrind_g0_id);
-	m->valgrind_g0_id = 0;
-	gmp__setm(NULL);
-	return NULL;
-}
-
-/* The M leaves: its thread ends and its struct goes to sched.freem for
- * allocm to recycle (after joining the thread). Never returns. */
-static void mexit(gmp__m *m)
-{
-	if (m->p)
-		gmp__throw("mexit: M %lld still holds a P", (long long)m->id);
-	/* sysmon writes through preemptp into this thread's TLS; stop it
-	 * before the TLS goes away (see preemptone). */
-	gmp__lock(&gmp__sched.mexit_lock);
-	m->preemptp = NULL;
-	gmp__unlock(&gmp__sched.mexit_lock);
-	gmp__lock(&gmp__sched.lock);
-	gmp__sched.nmfreed++;
-	m->freelink = gmp__sched.freem;
-	gmp__sched.freem = m;
-	gmp__add32_rlx(&gmp__sched.nthreads, -1);
-	gmp__unlock(&gmp__sched.lock);
-	gmp__fiber_m_exit(m);
-	longjmp(*m->exitjmp, 1);
-}
-
 /* An idle M whose sleep timed out: exit if it is still idle (nobody took
- * it off midle) and more than gomaxprocs Ms are idle (SPEC §5, beyond Go's
- * #14592). Returns true if the M must go on sleeping instead. */
+ * it off midle) and more than gomaxprocs Ms are idle (design.md §5, beyond Go's
+ * golang/go#14592). Returns true if the M must go on sleeping instead. */
 static bool idle_expire(gmp__m *m)
 {
 	gmp__lock(&gmp__sched.lock);
@@ -633,7 +282,7 @@ static bool idle_expire(gmp__m *m)
 	gmp__storeb_rlx(&m->idle, false);
 	gmp__store32_rlx(&gmp__sched.nmidle, gmp__sched.nmidle - 1);
 	gmp__unlock(&gmp__sched.lock);
-	mexit(m);
+	gmp__mexit(m);
 }
 
 /* Parks the M until startm hands it a P (in nextp), or until shutdown. */
@@ -646,7 +295,7 @@ void gmp__stopm(gmp__m *m)
 	gmp__lock(&gmp__sched.lock);
 	if (gmp__load32_rlx(&gmp__sched.stopping)) {
 		gmp__unlock(&gmp__sched.lock);
-		mexit(m);
+		gmp__mexit(m);
 	}
 	mput(m);
 	gmp__unlock(&gmp__sched.lock);
@@ -660,7 +309,7 @@ void gmp__stopm(gmp__m *m)
 	gmp__notesleep(&m->park);
 	gmp__noteclear(&m->park);
 	if (m->exiting)
-		mexit(m);
+		gmp__mexit(m);
 	gmp__p *p = m->nextp;
 	m->nextp = NULL;
 	gmp__acquirep(m, p);
@@ -683,7 +332,7 @@ void gmp__startm(gmp__p *p, bool spinning, bool lockheld)
 			return;
 		}
 	}
-	gmp__m *nm = gmp__mget();
+	gmp__m *nm = mget();
 	if (!nm) {
 		if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.stopping))) {
 			/* gmp_shutdown is ending every M, and no task is
@@ -773,7 +422,7 @@ static void resetspinning(gmp__m *m)
  * whatever findrunnable would do with it, start an M to do. */
 void gmp__handoffp(gmp__p *p)
 {
-	if (!gmp__runq_empty(p) || has_global_work()) {
+	if (!gmp__runq_empty(p) || gmp__globrunq_has_work()) {
 		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
 		gmp__startm(p, false, false);
 		return;
@@ -867,7 +516,8 @@ void gmp__injectglist(gmp__gqueue *q)
 		return;
 	for (gmp_g *g = q->head; g; g = g->schedlink)
 		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
-	gmp__m *m = gmp__getm();
+	gmp__m *m;
+	gmp__getg(&m); /* g0 here, or sysmon (no M) */
 	gmp__p *p = m ? m->p : NULL;
 	if (!p) {
 		int64_t n = q->n;
@@ -1056,9 +706,9 @@ top:;
 
 	/* Fairness: look at the global queue first now and then, or two
 	 * tasks respawning each other could keep it waiting forever. */
-	if (p->schedtick % 61 == 0 && has_global_work()) {
+	if (p->schedtick % 61 == 0 && gmp__globrunq_has_work()) {
 		gmp__lock(&gmp__sched.lock);
-		g = globrunq_get(p, 1);
+		g = gmp__globrunq_get(p, 1);
 		gmp__unlock(&gmp__sched.lock);
 		if (g)
 			return g;
@@ -1068,9 +718,9 @@ top:;
 	if (g)
 		return g;
 
-	if (has_global_work()) {
+	if (gmp__globrunq_has_work()) {
 		gmp__lock(&gmp__sched.lock);
-		g = globrunq_get(p, GMP__RUNQ_SIZE / 2);
+		g = gmp__globrunq_get(p, GMP__RUNQ_SIZE / 2);
 		gmp__unlock(&gmp__sched.lock);
 		if (g)
 			return g;
@@ -1097,7 +747,7 @@ top:;
 	 * the lock that submitters to it take. */
 	gmp__lock(&gmp__sched.lock);
 	if (gmp__sched.runq.n) {
-		g = globrunq_get(p, GMP__RUNQ_SIZE / 2);
+		g = gmp__globrunq_get(p, GMP__RUNQ_SIZE / 2);
 		gmp__unlock(&gmp__sched.lock);
 		return g;
 	}
@@ -1129,7 +779,7 @@ top:;
 		if (gmp__sched.runq.n) {
 			gmp__p *np = pidleget_spinning();
 			if (np) {
-				g = globrunq_get(np, GMP__RUNQ_SIZE / 2);
+				g = gmp__globrunq_get(np, GMP__RUNQ_SIZE / 2);
 				gmp__unlock(&gmp__sched.lock);
 				gmp__acquirep(m, np);
 				becomespinning(m);
@@ -1209,10 +859,10 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	gmp__store32_rlx(m->preemptp, 0);
 	if (!inherit)
 		gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
-	*m->errnop = g->saved_errno; /* this thread's errno is now g's */
-	gmp__fiber_to_task(m, g);
-	gmp__ctx_gogo(&g->sched);
+	gmp__gogo(m, g);
 }
+
+static void startlockedm(gmp__m *m, gmp_g *g);
 
 /* One round of scheduling, the general case (see gmp__schedule). */
 static _Noreturn __attribute__((noinline)) void schedule_slow(gmp__m *m)
@@ -1247,7 +897,7 @@ top:;
 
 	if (GMP__UNLIKELY(g->lockedm != NULL)) {
 		/* g must run on its own M: hand it our P and wait. */
-		gmp__startlockedm(m, g);
+		startlockedm(m, g);
 		goto top;
 	}
 	gmp__execute(m, g, inherit);
@@ -1264,7 +914,7 @@ top:;
 _Noreturn void gmp__schedule(gmp__m *m)
 {
 	if (m->lockedg)
-		gmp__schedule_locked(m); /* syscall.c: never returns */
+		gmp__schedule_locked(m); /* never returns; see below */
 	gmp__p *p = m->p;
 	if (GMP__LIKELY(!gmp__loadb_rlx(&p->preempt) && !m->spinning &&
 			(uint32_t)p->id <
@@ -1276,7 +926,7 @@ _Noreturn void gmp__schedule(gmp__m *m)
 		if (GMP__LIKELY(g != NULL)) {
 			if (GMP__LIKELY(g->lockedm == NULL))
 				gmp__execute(m, g, inherit);
-			gmp__startlockedm(m, g);
+			startlockedm(m, g);
 		}
 	}
 	schedule_slow(m);
@@ -1315,7 +965,7 @@ _Noreturn void gmp__schedule_locked(gmp__m *m)
 }
 
 /* g (runnable) is locked to another M: hand it our P and park. */
-void gmp__startlockedm(gmp__m *m, gmp_g *g)
+static void startlockedm(gmp__m *m, gmp_g *g)
 {
 	gmp__m *mp = g->lockedm;
 	if (mp == m)
@@ -1340,7 +990,7 @@ void gmp__startlockedm(gmp__m *m, gmp_g *g)
 _Noreturn void gmp__goexit_locked(gmp__m *m)
 {
 	gmp__handoffp(gmp__releasep(m));
-	mexit(m);
+	gmp__mexit(m);
 }
 
 /* ---- gomaxprocs ----------------------------------------------------------- */
@@ -1431,7 +1081,7 @@ void gmp__sched_stop(void)
 	gmp__lock(&gmp__sched.lock);
 	gmp__store32_rel(&gmp__sched.stopping, 1);
 	gmp__m *m;
-	while ((m = gmp__mget()) != NULL) {
+	while ((m = mget()) != NULL) {
 		m->exiting = true;
 		gmp__notewakeup(&m->park);
 	}

@@ -53,6 +53,8 @@
 #include <limits.h>
 
 #include "chan.h"
+#include "scheduler.h"
+#include "wait.h"
 
 /* Up to this many cases, the select's scratch arrays live on the stack. */
 enum { SELECT_STACK_CASES = 16 };

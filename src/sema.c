@@ -11,7 +11,7 @@
  *   - behind each node, the other sleepers on the same address in a FIFO
  *     line (waitlink/waittail), so queueing and dequeueing on one address
  *     are O(1) however many sleep on it. Go learnt the need for this second
- *     level the hard way (its issue 17953): a flat list per root made
+ *     level the hard way (golang/go#17953): a flat list per root made
  *     thousands of sleepers on one address quadratic.
  *
  * The waiter record (struct semwaiter) lives on the sleeper's stack for the
@@ -36,6 +36,7 @@
  */
 #include <string.h>
 
+#include "export_test.h"
 #include "sema.h"
 #include "wait.h"
 

@@ -35,12 +35,8 @@ void gmp__semacquire(volatile uint32_t *addr, bool lifo, uint32_t reason);
  * handoff it never switches. */
 void gmp__semrelease(volatile uint32_t *addr, bool handoff);
 
-/* Decrements *addr if it is positive; true if it did. Never blocks. */
-bool gmp__cansemacquire(volatile uint32_t *addr);
-
-/* How many sleepers wait on addr right now (takes the table's lock; for
- * tests and dumps). */
-uint32_t gmp__sema_nwaiters(volatile uint32_t *addr);
+/* In the child of fork() (fork.c). */
+void gmp__sema_forked(void);
 
 /* ---- the words of the primitives built on it ----------------------------
  * gmp_mutex and gmp_wg are opaque byte arrays in gmp.h; these are their

@@ -1,4 +1,4 @@
-/* Stack overflow detection (SPEC §2, §6): the SIGSEGV and SIGBUS handler.
+/* Stack overflow detection (design.md §2, §6): the SIGSEGV and SIGBUS handler.
  *
  * A task that runs off the bottom of its stack touches the guard page
  * below it (stack.c) and the kernel raises SIGSEGV. The handler cannot run
@@ -35,7 +35,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "g.h"
 #include "internal.h"
+#include "signals.h"
+#include "stack.h"
 
 enum { NSIG_HANDLED = 2 };
 static const int handled[NSIG_HANDLED] = { SIGSEGV, SIGBUS };

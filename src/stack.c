@@ -1,4 +1,4 @@
-/* Task stacks, and the Gs that own them (SPEC §6).
+/* Task stacks, and the Gs that own them (design.md §6).
  *
  * Stacks are carved from large anonymous regions reserved with
  * MAP_NORESERVE, so only the pages a task touches are ever committed. Each
@@ -86,9 +86,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "export_test.h"
 #include "fault.h"
 #include "fiber.h"
 #include "internal.h"
+#include "stack.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>

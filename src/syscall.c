@@ -1,4 +1,4 @@
-/* System calls (SPEC §4): keeping a P attached across a short syscall and
+/* System calls (design.md §4): keeping a P attached across a short syscall and
  * losing it to sysmon across a long one.
  *
  * Who owns the P while a task is in a syscall? We follow Go 1.26, which
@@ -26,15 +26,23 @@
  */
 #include "fiber.h"
 #include "internal.h"
+#include "mcall.h"
 #include "runq.h"
+#include "scheduler.h"
+#include "syscall.h"
+#include "sysmon.h"
+#include "task.h"
 
-/* The calling thread's task, or NULL outside one (these calls are no-ops
- * there). */
-static inline gmp_g *cur(gmp__m **mp)
+/* gmp_enter_syscall and gmp_enter_syscall_block found no RUNNING task
+ * with its P: outside a task (or on g0) they do nothing; a task that is
+ * not RUNNING is already in a system call. */
+static __attribute__((cold)) void enter_refused(const char *what)
 {
 	gmp__m *m = gmp__getm();
-	*mp = m;
-	return m ? m->curg : NULL;
+	gmp_g *g = m ? m->curg : NULL;
+	if (g)
+		gmp__throw("%s: task %lld is already in a system call", what,
+			   (long long)g->id);
 }
 
 /* Wakes sysmon from its deep sleep (taken when every P was idle): a task in
@@ -51,14 +59,12 @@ static void wake_sysmon(void)
 GMP_EXTERN void gmp_enter_syscall(void)
 {
 	gmp__m *m;
-	gmp_g *g = cur(&m);
-	if (!g)
+	gmp_g *g = gmp__getg(&m);
+	gmp__p *p = g ? m->p : NULL;
+	if (GMP__UNLIKELY(!p)) {
+		enter_refused("gmp_enter_syscall");
 		return;
-	gmp__p *p = m->p;
-	if (!p || gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
-		gmp__throw("gmp_enter_syscall: task %lld is already in a "
-			   "system call",
-			   (long long)g->id);
+	}
 	m->syscalltick = p->syscalltick;
 	m->oldp = p;
 	/* release: from here sysmon may take the P; it must see oldp. */
@@ -69,14 +75,12 @@ GMP_EXTERN void gmp_enter_syscall(void)
 GMP_EXTERN void gmp_enter_syscall_block(void)
 {
 	gmp__m *m;
-	gmp_g *g = cur(&m);
-	if (!g)
+	gmp_g *g = gmp__getg(&m);
+	gmp__p *p = g ? m->p : NULL;
+	if (GMP__UNLIKELY(!p)) {
+		enter_refused("gmp_enter_syscall_block");
 		return;
-	gmp__p *p = m->p;
-	if (!p || gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
-		gmp__throw("gmp_enter_syscall_block: task %lld is already in "
-			   "a system call",
-			   (long long)g->id);
+	}
 	int e = gmp__errno_get();
 	m->syscalltick = p->syscalltick;
 	gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
@@ -182,8 +186,10 @@ static void exitsyscall0(gmp_g *g)
 
 GMP_EXTERN void gmp_exit_syscall(void)
 {
-	gmp__m *m;
-	gmp_g *g = cur(&m);
+	/* Not gmp__getg: the task is in SYSCALL, and its P (if it still has
+	 * one) is not its own until the CAS below. */
+	gmp__m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
 	if (!g)
 		return;
 	uint32_t st = gmp__load32_rlx(&g->status) & ~(uint32_t)GMP__G_SCAN;

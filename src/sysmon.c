@@ -5,7 +5,7 @@
  *
  *  - a task whose time slice (one schedtick, runnext inheritors included)
  *    has lasted 10 ms is asked to yield: its thread's preempt flag is set
- *    (honoured at its next switch point, SPEC §2) and the P's preempt flag
+ *    (honoured at its next switch point, design.md §2) and the P's preempt flag
  *    makes schedule() deny the next runnext G the rest of the slice;
  *  - a P whose task sits in a syscall is retaken by Go's rules (retake);
  *  - if no M has polled the network for 10 ms (every P busy), it polls;
@@ -24,9 +24,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dump.h"
+#include "g.h"
 #include "internal.h"
+#include "maxprocs.h"
 #include "netpoll.h"
 #include "runq.h"
+#include "scheduler.h"
+#include "syscall.h"
+#include "sysmon.h"
+#include "thread.h"
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 
@@ -293,9 +300,9 @@ static void *sysmon_main(void *arg)
 int gmp__sysmon_start(void)
 {
 	memset(&sm, 0, sizeof sm);
-	/* EAGAIN is retried for about a second, as for every thread (SPEC
-	 * §5); a lasting shortage fails gmp_init with -EAGAIN rather than
-	 * aborting, since gmp_init has a caller to tell. */
+	/* EAGAIN is retried for about a second, as for every thread
+	 * (design.md §5); a lasting shortage fails gmp_init with -EAGAIN
+	 * rather than aborting, since gmp_init has a caller to tell. */
 	int err = gmp__thread_create_retry(&sm.thread, 256 * 1024, sysmon_main,
 					   NULL);
 	if (err)

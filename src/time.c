@@ -1,4 +1,4 @@
-/* gmp_sleep and gmp_nanotime (SPEC §8). */
+/* gmp_sleep and gmp_nanotime (design.md §8). */
 #include "internal.h"
 #include "wait.h"
 

@@ -16,6 +16,7 @@
  * cannot miss a run in progress.
  */
 #include "internal.h"
+#include "scheduler.h"
 #include "timer.h"
 
 enum { TIMER_IDLE = 0, TIMER_PENDING = 1, TIMER_RUNNING = 2 };
@@ -93,7 +94,8 @@ static int heap_push(gmp__timers *ts, gmp__timer *t)
 
 void gmp__timer_start(gmp__timer *t, int64_t when)
 {
-	gmp__m *m = gmp__getm();
+	gmp__m *m;
+	gmp__getg(&m);
 	gmp__p *p = m ? m->p : NULL;
 	if (!p)
 		gmp__throw("timer_start without a P");

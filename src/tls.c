@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "internal.h"
+#include "task.h"
 
 #if defined(__clang__)
 #define GMP__OPAQUE __attribute__((noinline, optnone))
@@ -53,7 +54,7 @@ GMP__OPAQUE volatile uint32_t *gmp__tls_preempt_flag(void)
 	return &gmp_preempt_pending_;
 }
 
-/* One thread-local load when nothing is pending (SPEC §2); the same check
+/* One thread-local load when nothing is pending (design.md §2); the same check
  * as the inline one in gmp.h, for callers through a function pointer. */
 GMP_EXTERN void(gmp_preempt_point)(void)
 {

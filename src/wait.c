@@ -13,6 +13,7 @@
  */
 #include <limits.h>
 
+#include "task.h"
 #include "wait.h"
 
 enum { CLAIMED = 3 };

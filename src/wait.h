@@ -1,7 +1,7 @@
 /* Waiters: the one way every blocking primitive sleeps (Go's sudog, plus
  * foreign threads).
  *
- * SPEC §8: every blocking call parks the task when called from a task, and
+ * design.md §8: every blocking call parks the task when called from a task, and
  * blocks the OS thread on a futex when called from any other thread (the
  * embedding program's own threads, gmp_main's caller, a task inside a
  * gmp_enter_syscall window). A gmp__waiter hides the difference:
@@ -60,13 +60,10 @@ enum {
  * is on every blocking path, and callers overwrite some fields at once. */
 static inline void gmp__waiter_init(gmp__waiter *w)
 {
-	gmp__m *m = gmp__getm();
-	gmp_g *g = m ? m->curg : NULL;
 	/* A task inside a gmp_enter_syscall window must not park (its P may
-	 * be gone): it blocks like a foreign thread. */
-	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
-		g = NULL;
-	w->g = g;
+	 * be gone): gmp__getg says NULL, and it blocks like a foreign
+	 * thread. */
+	w->g = gmp__getg(NULL);
 	w->state = GMP__WAIT_PENDING;
 	w->woken = false;
 	w->result = 0;

@@ -1,10 +1,17 @@
-/* The task API (SPEC §2, §3): spawning, yielding, parking, readying and
+/* The task API (design.md §2, §3): spawning, yielding, parking, readying and
  * ending tasks. Each switch point runs a function on the M's g0 stack
  * through gmp__mcall; those functions end in schedule(). */
 
 #include "fiber.h"
+#include "g.h"
 #include "internal.h"
+#include "key.h"
+#include "mcall.h"
 #include "runq.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "stack.h"
+#include "task.h"
 
 /* The last task id handed out; every spawn takes the next one here, from
  * a task or from any thread. Not part of gmp__sched: ids stay unique and
@@ -19,19 +26,13 @@ static struct {
 	char pad[GMP__CACHELINE - sizeof(uint64_t)];
 } goidgen __attribute__((aligned(GMP__CACHELINE)));
 
-/* The calling thread's M and running G, if it runs a task that is not in a
- * system call; only then may it use its P's queue. */
+/* The calling M if it may use its P's queue, and has a P: on g0 (an
+ * unlock function, a timer) or in a RUNNING task (see gmp__getg). */
 static inline gmp__m *task_m(void)
 {
-	gmp__m *m = gmp__getm();
-	if (!m)
-		return NULL;
-	/* Status first: while the task is in a syscall, sysmon may clear
-	 * m->p concurrently; once it is RUNNING (or on g0), m->p is ours. */
-	gmp_g *g = m->curg;
-	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING)
-		return NULL;
-	return m->p ? m : NULL;
+	gmp__m *m;
+	gmp__getg(&m);
+	return m && m->p ? m : NULL;
 }
 
 static inline __attribute__((always_inline)) void dropg(gmp__m *m)
@@ -40,13 +41,15 @@ static inline __attribute__((always_inline)) void dropg(gmp__m *m)
 	gmp__storep_rlx(&m->curg, NULL);
 }
 
+static _Noreturn void goexit1(void);
+
 /* The first frame of every task (after the trampoline). */
 static void task_main(void *arg)
 {
 	gmp_g *g = arg;
 	gmp__fiber_on_task(g);
 	g->fn(g->arg); /* errno starts at 0: newproc1, via execute */
-	gmp__goexit1();
+	goexit1();
 }
 
 /* A runnable G for fn(arg), or NULL when memory ran out. p: the caller's P
@@ -68,7 +71,7 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
 	/* relaxed: the id orders spawns and publishes nothing. Coherence
-	 * is enough for SPEC §2's "increase": all fetch-adds on goidgen
+	 * is enough for design.md §2's "increase": all fetch-adds on goidgen
 	 * form one modification order, which agrees with happens-before,
 	 * so a spawn that happens before another takes the smaller id. */
 	g->id = (int64_t)gmp__add64_rlx(&goidgen.last, 1) + 1;
@@ -80,18 +83,24 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	return g;
 }
 
-/* gmp_go from a thread that holds no P: the global queue. runtime.c wraps
- * this with the checks that the runtime is (or gets) started. */
-int64_t gmp__go_nop(gmp_fn fn, void *arg)
+/* gmp_go from a thread that holds no P: the global queue, with the
+ * runtime held (and started if it is off). Out of line, so that gmp_go's
+ * own path stays short. */
+static __attribute__((noinline)) int64_t go_nop(gmp_fn fn, void *arg)
 {
+	int err = gmp__rt_hold(true);
+	if (err)
+		return err;
+	int64_t id = -ENOMEM;
 	gmp_g *g = newproc1(NULL, fn, arg);
-	if (!g)
-		return -ENOMEM;
-	int64_t id = g->id; /* g may run, end and be reused once queued */
-	gmp__lock(&gmp__sched.lock);
-	gmp__globrunq_put(g);
-	gmp__unlock(&gmp__sched.lock);
-	gmp__wakep();
+	if (g) {
+		id = g->id; /* g may run, end and be reused once queued */
+		gmp__lock(&gmp__sched.lock);
+		gmp__globrunq_put(g);
+		gmp__unlock(&gmp__sched.lock);
+		gmp__wakep();
+	}
+	gmp__rt_release();
 	return id;
 }
 
@@ -101,7 +110,7 @@ GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 		return -EINVAL;
 	gmp__m *m = task_m();
 	if (!m)
-		return gmp__go_foreign(fn, arg);
+		return go_nop(fn, arg);
 	gmp__p *p = m->p;
 	gmp_g *g = newproc1(p, fn, arg);
 	if (!g)
@@ -130,10 +139,11 @@ static void gosched_m(gmp_g *g)
 
 GMP_EXTERN void gmp_yield(void)
 {
-	gmp__m *m = task_m();
-	if (!m || !m->curg)
+	gmp__m *m;
+	gmp_g *g = gmp__getg(&m);
+	if (!g || !m->p)
 		return;
-	gmp__mcall(m, m->curg, gosched_m);
+	gmp__mcall(m, g, gosched_m);
 }
 
 /* The slice is over (sysmon said so): like a yield, but to the tail of the
@@ -157,10 +167,11 @@ static void gopreempt_m(gmp_g *g)
  * flagged the slice. */
 void gmp__preempt_slow(void)
 {
-	gmp__m *m = task_m();
-	if (!m || !m->curg)
+	gmp__m *m;
+	gmp_g *g = gmp__getg(&m);
+	if (!g || !m->p)
 		return;
-	gmp__mcall(m, m->curg, gopreempt_m);
+	gmp__mcall(m, g, gopreempt_m);
 }
 
 /* ---- parking and readying ------------------------------------------------- */
@@ -217,16 +228,19 @@ GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 /* ready_queue from a thread without a P. Once g is queued it may run and
  * end, and a draining gmp_shutdown must not tear sched down under the
  * wakep after: so, as every thread without a P that uses the scheduler,
- * this one holds the runtime (runtime.c's rt_lock, which the teardown
- * waits for). No readier can arrive after the drain ended: g was live
- * until queued. */
-static int64_t ready_global(void *g)
+ * this one holds the runtime (gmp__rt_hold; the teardown waits for it).
+ * No readier can arrive after the drain ended: g was live until queued.
+ * Out of line, off the readying path of tasks. */
+static __attribute__((noinline)) void ready_global(gmp_g *g)
 {
+	if (gmp__rt_hold(false) != 0)
+		gmp__throw("ready of task %p while the runtime is not running",
+			   (void *)g);
 	gmp__lock(&gmp__sched.lock);
 	gmp__globrunq_put(g);
 	gmp__unlock(&gmp__sched.lock);
 	gmp__wakep();
-	return 0;
+	gmp__rt_release();
 }
 
 /* Queues a G that just became runnable: into the caller's P (runnext when
@@ -236,10 +250,7 @@ static inline void ready_queue(gmp_g *g, bool next)
 {
 	gmp__m *m = task_m();
 	if (!m) {
-		if (gmp__if_running(ready_global, g, -1) < 0)
-			gmp__throw("ready of task %p while the runtime is "
-				   "not running",
-				   (void *)g);
+		ready_global(g);
 		return;
 	}
 	gmp__runq_put(m->p, g, next);
@@ -299,7 +310,7 @@ static void goexit0(gmp_g *g)
 	bool locked = g->lockedm != NULL;
 	g->lockedm = NULL;
 	gmp__storep_rlx(&m->lockedg, NULL);
-	m->locked_ext = m->locked_int = 0;
+	m->locked_ext = 0;
 	g->fn = NULL;
 	g->arg = NULL;
 	g->param = NULL;
@@ -322,7 +333,7 @@ static void goexit0(gmp_g *g)
 	gmp__schedule(m);
 }
 
-void gmp__goexit1(void)
+static void goexit1(void)
 {
 	gmp__m *m = gmp__getm();
 	if (GMP__UNLIKELY(!m)) /* see fork.c */
@@ -347,7 +358,7 @@ GMP_EXTERN void gmp_exit(void)
 		gmp__throw("gmp_exit called outside a task");
 	if (GMP__UNLIKELY(m->curg->mainwait != NULL))
 		gmp__main_goexit(m->curg); /* gmp_main's fn will not return */
-	gmp__goexit1();
+	goexit1();
 }
 
 /* ---- reading -------------------------------------------------------------- */

@@ -1,0 +1,28 @@
+/* The task API's internal half (task.c): parking and readying for the
+ * runtime's own primitives, and the preemption switch point.
+ */
+#ifndef GMP_TASK_H
+#define GMP_TASK_H
+
+#include "internal.h"
+
+/* Makes WAITING g runnable: into the caller's P (runnext when `next`), or
+ * the global queue from a thread without one. Aborts if g is not
+ * WAITING (two wakers). Never switches. */
+void gmp__ready(gmp_g *g, bool next);
+
+/* gmp__ready for a waker that owns the wakeup exclusively (it claimed a
+ * waiter): no CAS on the status. */
+void gmp__ready_claimed(gmp_g *g, bool next);
+
+/* gmp_park with a wait reason for dumps; gmp__park_g for a caller that
+ * knows g is the task running here. A switch point; from a task only. */
+void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);
+void gmp__park_g(gmp_g *g, gmp_unlock_fn unlockf, void *lock, uint32_t reason);
+
+/* sysmon asked the running task to yield (gmp_preempt_point and other
+ * switch points): yield to the global queue's tail. A no-op outside a
+ * running task. */
+void gmp__preempt_slow(void);
+
+#endif
