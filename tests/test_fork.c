@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 enum { CHILD_ALARM_S = 20 };
 
@@ -100,9 +99,7 @@ static void busy_io(void *arg)
 	while (!atomic_load(&busy.stop)) {
 		gmp_write(busy.pipefd[1], &c, 1);
 		gmp_read(busy.pipefd[0], &c, 1);
-		gmp_enter_syscall();
-		usleep(100);
-		gmp_exit_syscall();
+		tu_syscall_sleep(100 * US, false);
 	}
 	gmp_wg_done(&busy.wg);
 }
@@ -287,10 +284,7 @@ static void test_fork_from_a_task(void **s)
 	for (int i = 0; i < 3; i++) {
 		atomic_store(&task_child_status, -1);
 		assert_true(gmp_go(forking_task, NULL) > 0);
-		int64_t until = tu_now_ns() + 30000000000LL;
-		while (atomic_load(&task_child_status) == -1 &&
-		       tu_now_ns() < until)
-			usleep(1000);
+		TU_WAIT_FOR(atomic_load(&task_child_status) != -1);
 		expect_clean_child(atomic_load(&task_child_status),
 				   "fork from a task");
 	}
@@ -385,9 +379,7 @@ static void test_fork_exec_works_and_leaks_no_descriptor(void **s)
 	char listing[8192];
 	exec_listing(listing, sizeof listing);
 	assert_true(gmp_go(exec_task, NULL) > 0);
-	int64_t until = tu_now_ns() + 10000000000LL;
-	while (!atomic_load(&task_listed) && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&task_listed));
 	assert_true(atomic_load(&task_listed));
 	busy_stop();
 	const char *ls[] = { listing, task_listing };

@@ -6,15 +6,7 @@
 #include <pthread.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 #include "export_test.h"
-
-static gmp_stats stats(void)
-{
-	gmp_stats st;
-	gmp_stats_read(&st);
-	return st;
-}
 
 static void nop(void *arg)
 {
@@ -33,7 +25,7 @@ static void test_misuse_go_null(void **s)
 	(void)s;
 	/* Off: -EINVAL, and the runtime is not started by it. */
 	assert_int_equal(gmp_go(NULL, NULL), -EINVAL);
-	assert_int_equal(stats().procs, 0);
+	assert_int_equal(tu_stats().procs, 0);
 	/* From a task, too. */
 	int64_t r = 0;
 	tu_init(1);
@@ -54,8 +46,8 @@ static void expect_einval(const gmp_config *c, const char *var, const char *val)
 	if (r != -EINVAL)
 		fail_msg("gmp_init with %s=%s: %d, not -EINVAL",
 			 var ? var : "cfg", val ? val : "", r);
-	assert_int_equal(stats().procs, 0); /* nothing started */
-	assert_int_equal(stats().threads_total, 0);
+	assert_int_equal(tu_stats().procs, 0); /* nothing started */
+	assert_int_equal(tu_stats().threads_total, 0);
 }
 
 static void test_misuse_bad_config_values(void **s)
@@ -170,7 +162,7 @@ static void test_misuse_init_from_task_while_draining(void **s)
 	pthread_join(th, NULL);
 	assert_int_equal(sr, 0);
 	assert_int_equal(atomic_load(&init_r), 0);
-	assert_int_equal(stats().procs, 0);
+	assert_int_equal(tu_stats().procs, 0);
 }
 
 /* ---- parking outside a task ------------------------------------------------------ */
@@ -326,12 +318,10 @@ static void child_ready_dead(void *arg)
 	(void)arg;
 	tu_init(1);
 	T_ASSERT(gmp_go(ends_at_once, NULL) > 0);
-	while (!atomic_load(&ended_g))
-		usleep(100);
+	TU_WAIT_FOR(atomic_load(&ended_g));
 	/* Once its successor has run, the first task has surely ended. */
 	T_ASSERT(gmp_go(dead_done, NULL) > 0);
-	while (!atomic_load(&ended))
-		usleep(100);
+	TU_WAIT_FOR(atomic_load(&ended));
 	usleep(10000);
 	gmp_ready(atomic_load(&ended_g)); /* its G is dead and unused */
 	sleep(5);
@@ -498,7 +488,7 @@ static void test_misuse_calls_after_shutdown(void **s)
 	/* The calls that need the runtime start it again, with defaults. */
 	atomic_store(&after_ran, 0);
 	assert_true(gmp_go(after_task, NULL) > 0);
-	assert_true(stats().procs > 0);
+	assert_true(tu_stats().procs > 0);
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_int_equal(atomic_load(&after_ran), 1);
 	assert_true(gmp_set_maxprocs(0) > 0);

@@ -4,7 +4,6 @@
 #include <pthread.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 /* ---- every task runs exactly once --------------------------------------- */
 
@@ -377,8 +376,7 @@ static void test_sched_work_spreads_over_two_ps(void **s)
 	gmp_go(spawn_busy, NULL);
 	gmp_stats st;
 	/* Read the stats before shutdown, while the runtime runs. */
-	while (atomic_load(&ntids) < NBUSY)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&ntids) >= NBUSY);
 	assert_int_equal(gmp_stats_read(&st), 0);
 	gmp_shutdown();
 	/* The spawner counts: when spawning is slow (under TSan), the other

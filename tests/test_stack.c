@@ -9,7 +9,6 @@
 #include <sys/uio.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 #include "export_test.h"
 
@@ -613,7 +612,7 @@ static void test_stack_trim_spares_shallow_tasks(void **s)
 
 /* ---- the sweep's cost ------------------------------------------------------- */
 
-/* Fewer under the sanitizers (gmp_test_util.h says why). */
+/* Fewer under the sanitizers (gmp_test.h says why). */
 #define BURST_TASKS TU_SCALE(20000)
 #define CHURN_WAVE TU_SCALE(4000)
 
