@@ -265,7 +265,7 @@ static void test_chan_unbuffered_thread_blocks_until_received(void **s)
 	tu_init(2);
 	pthread_t t;
 	pthread_create(&t, NULL, blocking_thread_sender, c);
-	usleep(20000);
+	wait_queued(c, false, 1); /* the thread is blocked in its send */
 	assert_int_equal(atomic_load(&thread_send_returned), 0);
 	gmp_go(late_receiver, c);
 	pthread_join(t, NULL);

@@ -51,6 +51,7 @@ static bool under_qemu(void)
 
 static struct {
 	atomic_int stop;
+	atomic_int started; /* busy tasks that have begun */
 	atomic_long work;
 	gmp_mutex mu;
 	gmp_chan *ch;
@@ -67,6 +68,7 @@ static void busy_leaf(void *arg)
 static void busy_spawner(void *arg)
 {
 	(void)arg;
+	atomic_fetch_add(&busy.started, 1);
 	while (!atomic_load(&busy.stop)) {
 		for (int i = 0; i < 16; i++)
 			gmp_go(busy_leaf, NULL);
@@ -81,6 +83,7 @@ static void busy_spawner(void *arg)
 static void busy_pinger(void *arg)
 {
 	int v = (int)(uintptr_t)arg;
+	atomic_fetch_add(&busy.started, 1);
 	while (!atomic_load(&busy.stop)) {
 		gmp_select_case cs[2] = {
 			{ .chan = busy.ch, .op = GMP_SELECT_SEND, .elem = &v },
@@ -96,6 +99,7 @@ static void busy_io(void *arg)
 {
 	(void)arg;
 	char c = 'x';
+	atomic_fetch_add(&busy.started, 1);
 	while (!atomic_load(&busy.stop)) {
 		gmp_write(busy.pipefd[1], &c, 1);
 		gmp_read(busy.pipefd[0], &c, 1);
@@ -116,14 +120,13 @@ static void busy_start(int procs)
 	for (int i = 0; i < 3; i++)
 		assert_true(gmp_go(busy_pinger, (void *)(uintptr_t)i) > 0);
 	assert_true(gmp_go(busy_io, NULL) > 0);
-	usleep(20000);
+	TU_WAIT_FOR(atomic_load(&busy.started) == 6);
 }
 
 static void busy_stop(void)
 {
 	long before = atomic_load(&busy.work);
-	usleep(20000);
-	assert_true(atomic_load(&busy.work) > before); /* parent unharmed */
+	TU_WAIT_FOR(atomic_load(&busy.work) > before); /* parent unharmed */
 	atomic_store(&busy.stop, 1);
 	gmp_wg_wait(&busy.wg);
 	assert_int_equal(gmp_shutdown(), 0);

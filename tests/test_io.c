@@ -11,6 +11,8 @@
 
 #include "gmp_test.h"
 
+#include "export_test.h"
+
 /* ---- helpers ---------------------------------------------------------------- */
 
 static void set_nonblock(int fd, bool on)
@@ -39,6 +41,14 @@ static int move_high(int fd)
 	T_ASSERT(hi >= 512);
 	T_ASSERT(close(fd) == 0);
 	return hi;
+}
+
+/* Whether the runtime has gone quiet: every P idle and no M spinning,
+ * which also means that no M is being started. */
+static bool settled(void)
+{
+	gmp_stats st = tu_stats();
+	return st.procs_idle == st.procs && st.threads_spinning == 0;
 }
 
 /* Reads exactly n bytes (a task or a thread). */
@@ -114,7 +124,7 @@ static void test_io_hundred_parked_readers_hold_no_thread(void **s)
 	for (int i = 0; i < NPARKED; i++)
 		assert_true(gmp_go(parked_reader, (void *)(uintptr_t)i) > 0);
 	TU_WAIT_FOR(tu_stats().tasks_waiting >= NPARKED);
-	usleep(50 * 1000); /* let the Ms settle into the poller or idle */
+	TU_WAIT_FOR(settled()); /* the Ms are in the poller or idle */
 	gmp_stats st;
 	gmp_stats_read(&st);
 	assert_true(st.threads_total <= st.procs + 3);
@@ -418,6 +428,8 @@ static void test_io_eof_after_short_read(void **s)
 		TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
 		assert_int_equal(write(eof_sv[1], "abc", 3), 3);
 		close(eof_sv[1]);
+		/* A pause before the wakeup, as the case always had; no order
+		 * hangs on it: the kernel queues the stream's edge first. */
 		usleep(10 * 1000);
 		assert_int_equal(write(eof_wake[1], "w", 1), 1);
 		assert_int_equal(gmp_shutdown(), 0);
@@ -456,7 +468,8 @@ static void test_io_blocking_pipe_does_not_stall_maxprocs_1(void **s)
 	atomic_store(&blocked_read_done, 0);
 	assert_int_equal(pipe(block_pipe), 0); /* blocking */
 	assert_true(gmp_go(blocking_reader, NULL) > 0);
-	usleep(20 * 1000); /* the reader is in read(2) now */
+	/* The reader is in its read(2), holding the only P. */
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
 	assert_true(gmp_go(other_task, NULL) > 0);
 	/* sysmon retakes the only P from the reader's syscall. */
 	TU_WAIT_FOR(atomic_load(&other_ran) != 0);
@@ -620,10 +633,13 @@ static void closing_timed_poller(void *arg)
 	atomic_fetch_add(&close_results, 1);
 }
 
+static atomic_int closing_threads_in; /* threads about to wait */
+
 static void *closing_thread_reader(void *arg)
 {
 	(void)arg;
 	char c;
+	atomic_fetch_add(&closing_threads_in, 1);
 	T_ASSERT(gmp_read(closing_sv[0], &c, 1) == -EBADF);
 	atomic_fetch_add(&close_results, 1);
 	return NULL;
@@ -632,6 +648,7 @@ static void *closing_thread_reader(void *arg)
 static void *closing_thread_poller(void *arg)
 {
 	(void)arg;
+	atomic_fetch_add(&closing_threads_in, 1);
 	T_ASSERT(gmp_poll_fd(closing_sv[0], POLLIN, -1) == -EBADF);
 	atomic_fetch_add(&close_results, 1);
 	return NULL;
@@ -648,6 +665,7 @@ static void test_io_close_wakes_every_waiter(void **s)
 	(void)s;
 	tu_init(2);
 	atomic_store(&close_results, 0);
+	atomic_store(&closing_threads_in, 0);
 	nb_socketpair(closing_sv);
 	closing_sv[0] = move_high(closing_sv[0]); /* fcntl after close */
 	gmp_go(closing_reader, NULL);
@@ -658,7 +676,11 @@ static void test_io_close_wakes_every_waiter(void **s)
 	pthread_create(&t1, NULL, closing_thread_reader, NULL);
 	pthread_create(&t2, NULL, closing_thread_poller, NULL);
 	TU_WAIT_FOR(tu_stats().tasks_waiting >= 4);
-	usleep(20 * 1000); /* the threads are in poll(2) by now */
+	TU_WAIT_FOR(atomic_load(&closing_threads_in) == 2);
+	/* Nothing the tests can see shows a thread blocked in poll(2): this
+	 * sleep only makes it likely that both are by now. (One that comes
+	 * late gets -EBADF all the same, without the wakeup.) */
+	usleep(20 * 1000);
 	gmp_go(closer_task, NULL);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
@@ -710,7 +732,8 @@ static void test_io_close_blocking_descriptor_in_use(void **s)
 	assert_int_equal(pipe(bclose_pipe), 0);
 	assert_true(gmp_go(bclose_reader, NULL) > 0);
 	TU_WAIT_FOR(atomic_load(&bclose_stage) != 0);
-	usleep(20 * 1000); /* in read(2) */
+	/* In its read(2): past the point where a gmp_close would fail it. */
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
 	int64_t t0 = tu_now_ns();
 	assert_int_equal(gmp_close(bclose_pipe[0]), 0);
 	assert_true(tu_now_ns() - t0 < 1000 * 1000000LL);
@@ -839,11 +862,20 @@ static void test_io_close_races_with_io_maxprocs_4(void **s)
 
 static int reuse_fd;
 static atomic_int reuse_stage;
+static _Atomic(gmp_g *) reuse_g; /* the reader */
+
+/* Whether task g is parked in the poller, waiting to read. */
+static bool parked_reading(gmp_g *g)
+{
+	return g && gmp__readgstatus(g) == GMP__G_WAITING &&
+	       gmp__load32_rlx(&g->waitreason) == GMP__WAIT_IO_READ;
+}
 
 static void reuse_reader(void *arg)
 {
 	(void)arg;
 	char buf[16];
+	atomic_store(&reuse_g, gmp_current());
 	/* First file: parks, so the number gets registered. */
 	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == 3);
 	T_ASSERT(memcmp(buf, "one", 3) == 0);
@@ -869,9 +901,9 @@ static void test_io_fd_reuse_after_plain_close(void **s)
 	int a[2], b[2];
 	nb_socketpair(a);
 	reuse_fd = a[0];
+	atomic_store(&reuse_g, NULL);
 	assert_true(gmp_go(reuse_reader, NULL) > 0);
-	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
-	usleep(10 * 1000);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
 	assert_int_equal(write(a[1], "one", 3), 3);
 	TU_WAIT_FOR(atomic_load(&reuse_stage) != 0);
 	/* Plain close, but the old file lives on in a dup, so epoll keeps
@@ -883,9 +915,10 @@ static void test_io_fd_reuse_after_plain_close(void **s)
 	assert_int_equal(dup2(b[0], reuse_fd), reuse_fd);
 	close(b[0]);
 	atomic_store(&reuse_stage, 2);
-	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
-	usleep(20 * 1000);
-	/* Data for the old file: must not disturb the new file's reader. */
+	/* Parked on the new file (not in its gmp_sleep, which waits too). */
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
+	/* Data for the old file: must not disturb the new file's reader,
+	 * not within 20 ms at least. */
 	assert_int_equal(write(a[1], "old", 3), 3);
 	usleep(20 * 1000);
 	assert_int_equal(atomic_load(&reuse_stage), 2);
@@ -904,6 +937,7 @@ static void reuse_blocking_reader(void *arg)
 {
 	(void)arg;
 	char buf[16];
+	atomic_store(&reuse_g, gmp_current());
 	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == 3);
 	atomic_store(&reuse_stage, 1);
 	while (atomic_load(&reuse_stage) != 2)
@@ -922,9 +956,9 @@ static void test_io_fd_reuse_as_blocking_pipe(void **s)
 	int a[2], p[2];
 	nb_socketpair(a);
 	reuse_fd = a[0];
+	atomic_store(&reuse_g, NULL);
 	assert_true(gmp_go(reuse_blocking_reader, NULL) > 0);
-	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
-	usleep(10 * 1000);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
 	assert_int_equal(write(a[1], "one", 3), 3);
 	TU_WAIT_FOR(atomic_load(&reuse_stage) != 0);
 	assert_int_equal(pipe(p), 0); /* blocking */
@@ -933,7 +967,8 @@ static void test_io_fd_reuse_as_blocking_pipe(void **s)
 	assert_int_equal(dup2(p[0], reuse_fd), reuse_fd);
 	close(p[0]);
 	atomic_store(&reuse_stage, 2);
-	usleep(30 * 1000); /* the reader blocks in read(2) */
+	/* The reader blocks in read(2), holding the only P. */
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
 	assert_true(gmp_go(other_task, NULL) > 0);
 	TU_WAIT_FOR(atomic_load(&other_ran) != 0);
 	assert_int_equal(write(p[1], "pipe", 4), 4);
@@ -1234,7 +1269,7 @@ static void fork_child(void *arg)
 	T_ASSERT(gmp_init(&c) == 0);
 	nb_socketpair(child_sv);
 	T_ASSERT(gmp_go(child_reader, NULL) > 0);
-	usleep(20 * 1000); /* parked in the child's poller */
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1); /* in the child's poller */
 	T_ASSERT(write(child_sv[1], "c", 1) == 1);
 	T_ASSERT(gmp_shutdown() == 0);
 }
@@ -1297,7 +1332,6 @@ static void test_io_restart_runtime(void **s)
 		tu_init(1 + i % 2);
 		assert_true(gmp_go(restart_reader, NULL) > 0);
 		TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
-		usleep(5 * 1000);
 		assert_int_equal(write(restart_sv[1], "r", 1), 1);
 		assert_int_equal(gmp_shutdown(), 0);
 	}

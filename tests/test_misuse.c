@@ -156,7 +156,9 @@ static void test_misuse_init_from_task_while_draining(void **s)
 	int sr = -1;
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, shutdown_thread, &sr), 0);
-	usleep(20000);
+	/* gmp_shutdown registers as a drain waiter once it has begun to
+	 * drain (runtime.c's wait_no_tasks). */
+	TU_WAIT_FOR(gmp__load32_acq(&gmp__sched.drain_waiters) != 0);
 	assert_true(gmp_go(nop, NULL) == -ESHUTDOWN); /* it drains */
 	atomic_store(&release_task, 1);
 	pthread_join(th, NULL);
@@ -322,7 +324,8 @@ static void child_ready_dead(void *arg)
 	/* Once its successor has run, the first task has surely ended. */
 	T_ASSERT(gmp_go(dead_done, NULL) > 0);
 	TU_WAIT_FOR(atomic_load(&ended));
-	usleep(10000);
+	/* Its exit is over (DEAD), not merely past its last line. */
+	TU_WAIT_FOR(gmp__readgstatus(atomic_load(&ended_g)) == GMP__G_DEAD);
 	gmp_ready(atomic_load(&ended_g)); /* its G is dead and unused */
 	sleep(5);
 }

@@ -66,6 +66,15 @@ static void gated_reader(void *arg)
 	atomic_fetch_add(&gt->done, 1);
 }
 
+/* Whether every M is parked idle: every thread of the runtime's but
+ * sysmon. (The template thread would be one more; no case that runs a
+ * burst locks a task.) */
+static bool all_threads_idle(void)
+{
+	gmp_stats st = tu_stats();
+	return st.threads_idle + 1 == st.threads_total;
+}
+
 /* Runs one burst from the test's thread (not a task); returns the stats
  * at its peak. On return every task has ended and its thread parked. */
 static gmp_stats gated_burst(struct gate *gt, int n)
@@ -82,7 +91,7 @@ static gmp_stats gated_burst(struct gate *gt, int n)
 	wait_count(&gt->done, n);
 	TU_WAIT_FOR(tu_stats().tasks_live == 0);
 	assert_int_equal(tu_stats().tasks_live, 0);
-	usleep(20 * 1000); /* let the last threads park */
+	TU_WAIT_FOR(all_threads_idle());
 	return peak;
 }
 
@@ -585,7 +594,13 @@ static void tainting_task(void *arg)
 	for (int i = 0; i < NSPAWN; i++)
 		T_ASSERT(gmp_go(blocked_reader, t) > 0);
 	gmp_enter_syscall_block();
-	tu_sleep(100 * MS);
+	/* Until every reader blocks in its read, each on a thread made while
+	 * we are tainted; no TU_WAIT_FOR inside a syscall window. */
+	int64_t give_up = tu_now_ns() + TU_WAIT_NS;
+	while (tu_stats().tasks_in_syscall < NSPAWN + 1) {
+		T_ASSERT(tu_now_ns() < give_up);
+		tu_sleep(1 * MS);
+	}
 	gmp_exit_syscall();
 	T_ASSERT(tu_gettid() == t->locked_tid);
 
