@@ -95,7 +95,7 @@
 	 : TU_ASAN ? (n) / 10                                                  \
 		   : (n))
 
-/* ---- time, threads, the runtime --------------------------------------------- */
+/* ---- time, threads, the runtime ------------------------------------------ */
 
 static inline int64_t tu_now_ns(void)
 {
@@ -147,7 +147,7 @@ static inline void tu_syscall_sleep(int64_t ns, bool block)
 	gmp_exit_syscall();
 }
 
-/* ---- waiting for a condition ------------------------------------------------ */
+/* ---- waiting for a condition --------------------------------------------- */
 
 /* How long TU_WAIT_FOR waits before it gives up: far longer than any wait
  * here takes under qemu-user or a sanitizer on a loaded host, and shorter
@@ -227,7 +227,7 @@ static inline void tu_wait_pause_(void)
 		}                                                              \
 	} while (0)
 
-/* ---- forked children -------------------------------------------------------- */
+/* ---- forked children ----------------------------------------------------- */
 
 /* Runs fn(arg) in a forked child with stderr captured; returns the child's
  * wait status and copies what it wrote to stderr into err (NUL-ended). */

@@ -44,9 +44,9 @@ static void runtime_works(int n)
 
 /* ---- threads -------------------------------------------------------------------- */
 
-/* sysmon's thread cannot be made at once: EAGAIN is retried (SPEC §5),
- * so gmp_init succeeds; while it lasts, gmp_init fails cleanly after the
- * retries and starts nothing. */
+/* sysmon's thread cannot be made at once: EAGAIN is retried
+ * (design.md §5), so gmp_init succeeds; while it lasts, gmp_init fails
+ * cleanly after the retries and starts nothing. */
 static void test_fault_thread_eagain_at_init(void **s)
 {
 	(void)s;
@@ -92,8 +92,8 @@ static void child_template_eagain(void *arg)
 	sleep(10);
 }
 
-/* The template thread (SPEC §5) is a thread too: a lasting EAGAIN aborts
- * with the same message as an M's. */
+/* The template thread (design.md §5) is a thread too: a lasting EAGAIN
+ * aborts with the same message as an M's. */
 static void test_fault_thread_eagain_template_thread_aborts(void **s)
 {
 	(void)s;

@@ -1,7 +1,8 @@
-/* The I/O calls (SPEC §8): tasks parked on sockets hold no thread, poll
- * timeouts, an echo round trip over loopback TCP, blocking descriptors
- * that must not stall a P, gmp_close waking every kind of waiter, a number
- * reused after a plain close(), SIGPIPE, and callers that are not tasks. */
+/* The I/O calls (design.md §8): tasks parked on sockets hold no thread,
+ * poll timeouts, an echo round trip over loopback TCP, blocking
+ * descriptors that must not stall a P, gmp_close waking every kind of
+ * waiter, a number reused after a plain close(), SIGPIPE, and callers that
+ * are not tasks. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>

@@ -474,9 +474,9 @@ static void test_sched_ids_unique_and_positive(void **s)
 	}
 }
 
-/* Ids increase in spawn order, whoever spawns (SPEC §2): tasks on several
- * Ps and threads outside the runtime take turns, passing the last id
- * round a ring of channels, so each spawn happens after the one before. */
+/* Ids increase in spawn order, whoever spawns (design.md §2): tasks on
+ * several Ps and threads outside the runtime take turns, passing the last
+ * id round a ring of channels, so each spawn happens after the one before. */
 enum { ID_RING = 8, ID_ROUNDS = 200 };
 
 static gmp_chan *id_ring[ID_RING];

@@ -1,8 +1,8 @@
-/* Stack overflow detection (SPEC §2, §6): a task that overflows its stack
- * into the guard page is reported and the program aborts; every other
- * SIGSEGV reaches the handler that was there before gmp_init (the
- * program's, a sanitizer's, or the default action). Each case that
- * crashes runs in a forked child. */
+/* Stack overflow detection (design.md §2, §6): a task that overflows its
+ * stack into the guard page is reported and the program aborts; every
+ * other SIGSEGV reaches the handler that was there before gmp_init (the
+ * program's, a sanitizer's, or the default action). Each case that crashes
+ * runs in a forked child. */
 #include <pthread.h>
 
 #include "gmp_test.h"

@@ -1,6 +1,6 @@
-/* Task stacks (SPEC §6): the layout (stacks, and Gs beside them), guard
- * pages that really fault, GMP_STACK_GUARD=never, batches prepared with
- * process_madvise and without it, dead tasks' stacks reused, trimming
+/* Task stacks (design.md §6): the layout (stacks, and Gs beside them),
+ * guard pages that really fault, GMP_STACK_GUARD=never, batches prepared
+ * with process_madvise and without it, dead tasks' stacks reused, trimming
  * that spares the G, dead tasks' deep stacks given back (as they end, or
  * by a sweep) and shallow ones left alone, injected failures, and the
  * memory and mappings that 100,000 and 1,000,000 parked tasks cost. */

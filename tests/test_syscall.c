@@ -1,5 +1,5 @@
-/* System calls and sysmon (SPEC §4): a task blocked in a wrapped call does
- * not stop the others (retake, and the immediate handoff of
+/* System calls and sysmon (design.md §4): a task blocked in a wrapped call
+ * does not stop the others (retake, and the immediate handoff of
  * gmp_enter_syscall_block); quick calls stay on the fast path; errno
  * survives the slow path even across threads; sysmon follows Go's retake
  * rules and asks long time slices to yield; misuse aborts; the stats count

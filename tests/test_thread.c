@@ -1,5 +1,5 @@
-/* Threads (SPEC §5): the thread cap and its abort, EAGAIN retries, idle
- * threads reused and (beyond Go) let go after a timeout, LockOSThread
+/* Threads (design.md §5): the thread cap and its abort, EAGAIN retries,
+ * idle threads reused and (beyond Go) let go after a timeout, LockOSThread
  * (nesting, a locked task keeps its thread and has it to itself, a locked
  * task that ends takes its thread down, threads made while a task is
  * locked come clean from the template thread), the signal mask of new
