@@ -12,9 +12,9 @@
  * sets, a task's status or a primitive's waiter count (through
  * export_test.h), a count in gmp_stats. Sleeps are left where time itself
  * is what is tested (a timeout, a sleep's length, what sysmon does once a
- * call has lasted so long), and where nothing observable marks the moment
- * (a thread of the test's own blocked inside poll(2)); the comment at
- * each such sleep says which. */
+ * call has lasted so long, the time a child is given to abort), and where
+ * nothing observable marks the moment, as for a thread of the test's own
+ * blocked inside poll(2) (a comment there says so). */
 #ifndef GMP_TEST_H
 #define GMP_TEST_H
 
