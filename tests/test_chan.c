@@ -5,7 +5,6 @@
 #include <sched.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 #include "export_test.h"
 
@@ -26,12 +25,7 @@ static int queued(gmp_chan *c, bool recv)
 /* Waits (from a thread, or a task that yields) until n parties wait. */
 static void wait_queued(gmp_chan *c, bool recv, int n)
 {
-	while (queued(c, recv) < n) {
-		if (gmp_self())
-			gmp_yield();
-		else
-			usleep(100);
-	}
+	TU_WAIT_FOR(queued(c, recv) >= n);
 }
 
 struct run {
@@ -271,7 +265,7 @@ static void test_chan_unbuffered_thread_blocks_until_received(void **s)
 	tu_init(2);
 	pthread_t t;
 	pthread_create(&t, NULL, blocking_thread_sender, c);
-	usleep(20000);
+	wait_queued(c, false, 1); /* the thread is blocked in its send */
 	assert_int_equal(atomic_load(&thread_send_returned), 0);
 	gmp_go(late_receiver, c);
 	pthread_join(t, NULL);
@@ -427,8 +421,7 @@ static void child_free_with_task_waiter(void *arg)
 	gmp_config cfg = { .maxprocs = 1 };
 	gmp_init(&cfg);
 	gmp_go(parked_receiver, c);
-	while (queued(c, true) < 1)
-		usleep(100);
+	wait_queued(c, true, 1);
 	gmp_chan_free(c);
 }
 
@@ -445,8 +438,7 @@ static void child_free_with_thread_waiter(void *arg)
 	gmp_chan *c = gmp_chan_new(sizeof(int), 0);
 	pthread_t t;
 	pthread_create(&t, NULL, thread_sender_forever, c);
-	while (queued(c, false) < 1)
-		usleep(100);
+	wait_queued(c, false, 1);
 	gmp_chan_free(c);
 }
 
@@ -1038,8 +1030,7 @@ static void swarm_at(int procs)
 		gmp_go(swarm_task, (void *)(intptr_t)i);
 	pthread_t t;
 	pthread_create(&t, NULL, swarm_thread, (void *)(intptr_t)(SWARM + 1));
-	while (atomic_load(&swarm.recv_n) < SWARM_TARGET)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&swarm.recv_n) >= SWARM_TARGET);
 	gmp_chan_close(swarm.quit);
 	pthread_join(t, NULL);
 	assert_int_equal(gmp_shutdown(), 0);

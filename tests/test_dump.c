@@ -1,7 +1,6 @@
 /* The runtime's dumps (src/dump.c): gmp_dump, the GMP_DEBUG=sigquit=1
  * handler, and the GMP_DEBUG=scheddetail=1 lines. */
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 #include "export_test.h"
 
@@ -64,13 +63,7 @@ static struct ids start_tasks(void)
 	id.wg = gmp_go(wg_waiter, NULL);
 	id.select = gmp_go(select_waiter, NULL);
 	id.spin = gmp_go(spinner, NULL);
-	for (;;) {
-		gmp_stats st;
-		gmp_stats_read(&st);
-		if (st.tasks_waiting == 4 && atomic_load(&spinning))
-			break;
-		usleep(1000);
-	}
+	TU_WAIT_FOR(tu_stats().tasks_waiting == 4 && atomic_load(&spinning));
 	return id;
 }
 

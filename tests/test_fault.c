@@ -10,7 +10,6 @@
 #include <pthread.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 #include "export_test.h"
 
 static void disarm_all(void)
@@ -39,17 +38,15 @@ static void runtime_works(int n)
 	atomic_store(&ran, 0);
 	for (int i = 0; i < n; i++)
 		assert_true(gmp_go(count_task, NULL) > 0);
-	int64_t until = tu_now_ns() + 10000000000LL;
-	while (atomic_load(&ran) < n && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&ran) >= n);
 	assert_int_equal(atomic_load(&ran), n);
 }
 
 /* ---- threads -------------------------------------------------------------------- */
 
-/* sysmon's thread cannot be made at once: EAGAIN is retried (SPEC §5),
- * so gmp_init succeeds; while it lasts, gmp_init fails cleanly after the
- * retries and starts nothing. */
+/* sysmon's thread cannot be made at once: EAGAIN is retried
+ * (design.md §5), so gmp_init succeeds; while it lasts, gmp_init fails
+ * cleanly after the retries and starts nothing. */
 static void test_fault_thread_eagain_at_init(void **s)
 {
 	(void)s;
@@ -95,8 +92,8 @@ static void child_template_eagain(void *arg)
 	sleep(10);
 }
 
-/* The template thread (SPEC §5) is a thread too: a lasting EAGAIN aborts
- * with the same message as an M's. */
+/* The template thread (design.md §5) is a thread too: a lasting EAGAIN
+ * aborts with the same message as an M's. */
 static void test_fault_thread_eagain_template_thread_aborts(void **s)
 {
 	(void)s;
@@ -149,8 +146,7 @@ static void ready_all_parked(void)
 	int n = atomic_load(&pk.spawned);
 	for (int i = 0; i < n; i++) {
 		gmp_g *g;
-		while (!(g = atomic_exchange(&pk.g[i], NULL)))
-			usleep(100);
+		TU_WAIT_FOR((g = atomic_exchange(&pk.g[i], NULL)) != NULL);
 		gmp_ready(g);
 	}
 }
@@ -169,12 +165,9 @@ static void alloc_failure_blocks_new_stacks(enum gmp__fault kind)
 	/* From a task: 100 children park (each keeps its stack), then the
 	 * shortage begins, and the next spawn fails. */
 	assert_true(gmp_go(spawn_until_enomem, NULL) > 0);
-	int64_t until = tu_now_ns() + 10000000000LL;
-	while (atomic_load(&pk.parked) < 100 && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&pk.parked) >= 100);
 	gmp__fault_arm(kind, 0, -1);
-	while (atomic_load(&pk.enomem_task) == 0 && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&pk.enomem_task) != 0);
 	assert_int_equal(atomic_load(&pk.enomem_task), -ENOMEM);
 	disarm_all();
 	/* The shortage is over: everything parked wakes, new tasks run. */
@@ -277,9 +270,7 @@ static void fault_driver(void *arg)
 
 static void wait_flag(atomic_int *f)
 {
-	int64_t until = tu_now_ns() + 10000000000LL;
-	while (!atomic_load(f) && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(f) != 0);
 	assert_int_equal(atomic_load(f), 1);
 }
 
@@ -359,9 +350,7 @@ static void sweep_task(void *arg)
 		gmp_close(fd[0]);
 		gmp_close(fd[1]);
 	}
-	gmp_enter_syscall();
-	usleep(200);
-	gmp_exit_syscall();
+	tu_syscall_sleep(200 * US, false);
 	gmp_wg_done(wg);
 }
 

@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 enum { CHILD_ALARM_S = 20 };
 
@@ -52,6 +51,7 @@ static bool under_qemu(void)
 
 static struct {
 	atomic_int stop;
+	atomic_int started; /* busy tasks that have begun */
 	atomic_long work;
 	gmp_mutex mu;
 	gmp_chan *ch;
@@ -68,6 +68,7 @@ static void busy_leaf(void *arg)
 static void busy_spawner(void *arg)
 {
 	(void)arg;
+	atomic_fetch_add(&busy.started, 1);
 	while (!atomic_load(&busy.stop)) {
 		for (int i = 0; i < 16; i++)
 			gmp_go(busy_leaf, NULL);
@@ -82,6 +83,7 @@ static void busy_spawner(void *arg)
 static void busy_pinger(void *arg)
 {
 	int v = (int)(uintptr_t)arg;
+	atomic_fetch_add(&busy.started, 1);
 	while (!atomic_load(&busy.stop)) {
 		gmp_select_case cs[2] = {
 			{ .chan = busy.ch, .op = GMP_SELECT_SEND, .elem = &v },
@@ -97,12 +99,11 @@ static void busy_io(void *arg)
 {
 	(void)arg;
 	char c = 'x';
+	atomic_fetch_add(&busy.started, 1);
 	while (!atomic_load(&busy.stop)) {
 		gmp_write(busy.pipefd[1], &c, 1);
 		gmp_read(busy.pipefd[0], &c, 1);
-		gmp_enter_syscall();
-		usleep(100);
-		gmp_exit_syscall();
+		tu_syscall_sleep(100 * US, false);
 	}
 	gmp_wg_done(&busy.wg);
 }
@@ -119,14 +120,13 @@ static void busy_start(int procs)
 	for (int i = 0; i < 3; i++)
 		assert_true(gmp_go(busy_pinger, (void *)(uintptr_t)i) > 0);
 	assert_true(gmp_go(busy_io, NULL) > 0);
-	usleep(20000);
+	TU_WAIT_FOR(atomic_load(&busy.started) == 6);
 }
 
 static void busy_stop(void)
 {
 	long before = atomic_load(&busy.work);
-	usleep(20000);
-	assert_true(atomic_load(&busy.work) > before); /* parent unharmed */
+	TU_WAIT_FOR(atomic_load(&busy.work) > before); /* parent unharmed */
 	atomic_store(&busy.stop, 1);
 	gmp_wg_wait(&busy.wg);
 	assert_int_equal(gmp_shutdown(), 0);
@@ -287,10 +287,7 @@ static void test_fork_from_a_task(void **s)
 	for (int i = 0; i < 3; i++) {
 		atomic_store(&task_child_status, -1);
 		assert_true(gmp_go(forking_task, NULL) > 0);
-		int64_t until = tu_now_ns() + 30000000000LL;
-		while (atomic_load(&task_child_status) == -1 &&
-		       tu_now_ns() < until)
-			usleep(1000);
+		TU_WAIT_FOR(atomic_load(&task_child_status) != -1);
 		expect_clean_child(atomic_load(&task_child_status),
 				   "fork from a task");
 	}
@@ -385,9 +382,7 @@ static void test_fork_exec_works_and_leaks_no_descriptor(void **s)
 	char listing[8192];
 	exec_listing(listing, sizeof listing);
 	assert_true(gmp_go(exec_task, NULL) > 0);
-	int64_t until = tu_now_ns() + 10000000000LL;
-	while (!atomic_load(&task_listed) && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&task_listed));
 	assert_true(atomic_load(&task_listed));
 	busy_stop();
 	const char *ls[] = { listing, task_listing };

@@ -1,7 +1,8 @@
-/* The I/O calls (SPEC §8): tasks parked on sockets hold no thread, poll
- * timeouts, an echo round trip over loopback TCP, blocking descriptors
- * that must not stall a P, gmp_close waking every kind of waiter, a number
- * reused after a plain close(), SIGPIPE, and callers that are not tasks. */
+/* The I/O calls (design.md §8): tasks parked on sockets hold no thread,
+ * poll timeouts, an echo round trip over loopback TCP, blocking
+ * descriptors that must not stall a P, gmp_close waking every kind of
+ * waiter, a number reused after a plain close(), SIGPIPE, and callers that
+ * are not tasks. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,7 +11,8 @@
 #include <sys/socket.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
+
+#include "export_test.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -42,36 +44,12 @@ static int move_high(int fd)
 	return hi;
 }
 
-/* Waits (on this thread, not a task) until cond() holds, at most 10 s. */
-static bool wait_for(bool (*cond)(void *), void *arg)
+/* Whether the runtime has gone quiet: every P idle and no M spinning,
+ * which also means that no M is being started. */
+static bool settled(void)
 {
-	int64_t end = tu_now_ns() + 10 * 1000000000LL;
-	while (!cond(arg)) {
-		if (tu_now_ns() > end)
-			return false;
-		usleep(1000);
-	}
-	return true;
-}
-
-static bool tasks_waiting_at_least(void *arg)
-{
-	gmp_stats st;
-	gmp_stats_read(&st);
-	return st.tasks_waiting >= (uint64_t)(uintptr_t)arg;
-}
-
-static bool no_spinning_threads(void *arg)
-{
-	(void)arg;
-	gmp_stats st;
-	gmp_stats_read(&st);
-	return st.threads_spinning == 0;
-}
-
-static bool flag_set(void *arg)
-{
-	return atomic_load((atomic_int *)arg) != 0;
+	gmp_stats st = tu_stats();
+	return st.procs_idle == st.procs && st.threads_spinning == 0;
 }
 
 /* Reads exactly n bytes (a task or a thread). */
@@ -146,8 +124,8 @@ static void test_io_hundred_parked_readers_hold_no_thread(void **s)
 		nb_socketpair(parked_sv[i]);
 	for (int i = 0; i < NPARKED; i++)
 		assert_true(gmp_go(parked_reader, (void *)(uintptr_t)i) > 0);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)NPARKED));
-	usleep(50 * 1000); /* let the Ms settle into the poller or idle */
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= NPARKED);
+	TU_WAIT_FOR(settled()); /* the Ms are in the poller or idle */
 	gmp_stats st;
 	gmp_stats_read(&st);
 	assert_true(st.threads_total <= st.procs + 3);
@@ -375,12 +353,6 @@ static void dialer(void *arg)
 	T_ASSERT(gmp_close(fd) == 0);
 }
 
-static bool accepted_40(void *arg)
-{
-	(void)arg;
-	return atomic_load(&accepted) >= 40;
-}
-
 static void test_io_many_acceptors_one_listener(void **s)
 {
 	(void)s;
@@ -390,10 +362,10 @@ static void test_io_many_acceptors_one_listener(void **s)
 	int lfd = listen_loopback(&port);
 	for (int i = 0; i < 4; i++)
 		assert_true(gmp_go(acceptor, (void *)(intptr_t)lfd) > 0);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)4));
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 4);
 	for (int i = 0; i < 40; i++)
 		assert_true(gmp_go(dialer, (void *)(uintptr_t)port) > 0);
-	assert_true(wait_for(accepted_40, NULL));
+	TU_WAIT_FOR(atomic_load(&accepted) >= 40);
 	assert_int_equal(gmp_close(lfd), 0); /* wakes all four */
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_int_equal(atomic_load(&accepted), 40);
@@ -451,12 +423,14 @@ static void test_io_eof_after_short_read(void **s)
 		}
 		nb_socketpair(eof_wake);
 		assert_true(gmp_go(eof_reader, NULL) > 0);
-		assert_true(wait_for(tasks_waiting_at_least, (void *)1));
+		TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
 		assert_int_equal(write(eof_sv[1], "x", 1), 1);
-		assert_true(wait_for(flag_set, &eof_stage));
-		assert_true(wait_for(tasks_waiting_at_least, (void *)1));
+		TU_WAIT_FOR(atomic_load(&eof_stage) != 0);
+		TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
 		assert_int_equal(write(eof_sv[1], "abc", 3), 3);
 		close(eof_sv[1]);
+		/* A pause before the wakeup, as the case always had; no order
+		 * hangs on it: the kernel queues the stream's edge first. */
 		usleep(10 * 1000);
 		assert_int_equal(write(eof_wake[1], "w", 1), 1);
 		assert_int_equal(gmp_shutdown(), 0);
@@ -495,10 +469,11 @@ static void test_io_blocking_pipe_does_not_stall_maxprocs_1(void **s)
 	atomic_store(&blocked_read_done, 0);
 	assert_int_equal(pipe(block_pipe), 0); /* blocking */
 	assert_true(gmp_go(blocking_reader, NULL) > 0);
-	usleep(20 * 1000); /* the reader is in read(2) now */
+	/* The reader is in its read(2), holding the only P. */
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
 	assert_true(gmp_go(other_task, NULL) > 0);
 	/* sysmon retakes the only P from the reader's syscall. */
-	assert_true(wait_for(flag_set, &other_ran));
+	TU_WAIT_FOR(atomic_load(&other_ran) != 0);
 	assert_int_equal(atomic_load(&blocked_read_done), 0);
 	assert_int_equal(write(block_pipe[1], "hello", 5), 5);
 	assert_int_equal(gmp_shutdown(), 0);
@@ -659,10 +634,13 @@ static void closing_timed_poller(void *arg)
 	atomic_fetch_add(&close_results, 1);
 }
 
+static atomic_int closing_threads_in; /* threads about to wait */
+
 static void *closing_thread_reader(void *arg)
 {
 	(void)arg;
 	char c;
+	atomic_fetch_add(&closing_threads_in, 1);
 	T_ASSERT(gmp_read(closing_sv[0], &c, 1) == -EBADF);
 	atomic_fetch_add(&close_results, 1);
 	return NULL;
@@ -671,6 +649,7 @@ static void *closing_thread_reader(void *arg)
 static void *closing_thread_poller(void *arg)
 {
 	(void)arg;
+	atomic_fetch_add(&closing_threads_in, 1);
 	T_ASSERT(gmp_poll_fd(closing_sv[0], POLLIN, -1) == -EBADF);
 	atomic_fetch_add(&close_results, 1);
 	return NULL;
@@ -687,6 +666,7 @@ static void test_io_close_wakes_every_waiter(void **s)
 	(void)s;
 	tu_init(2);
 	atomic_store(&close_results, 0);
+	atomic_store(&closing_threads_in, 0);
 	nb_socketpair(closing_sv);
 	closing_sv[0] = move_high(closing_sv[0]); /* fcntl after close */
 	gmp_go(closing_reader, NULL);
@@ -696,8 +676,12 @@ static void test_io_close_wakes_every_waiter(void **s)
 	pthread_t t1, t2;
 	pthread_create(&t1, NULL, closing_thread_reader, NULL);
 	pthread_create(&t2, NULL, closing_thread_poller, NULL);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)4));
-	usleep(20 * 1000); /* the threads are in poll(2) by now */
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 4);
+	TU_WAIT_FOR(atomic_load(&closing_threads_in) == 2);
+	/* Nothing the tests can see shows a thread blocked in poll(2): this
+	 * sleep only makes it likely that both are by now. (One that comes
+	 * late gets -EBADF all the same, without the wakeup.) */
+	usleep(20 * 1000);
 	gmp_go(closer_task, NULL);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
@@ -719,7 +703,7 @@ static void test_io_close_from_thread(void **s)
 	nb_socketpair(closing_sv);
 	gmp_go(closing_reader, NULL);
 	gmp_go(closing_poller, NULL);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)2));
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 2);
 	assert_int_equal(gmp_close(closing_sv[0]), 0);
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_int_equal(atomic_load(&close_results), 2);
@@ -741,12 +725,6 @@ static void bclose_reader(void *arg)
 	atomic_store(&bclose_stage, 2);
 }
 
-static bool bclose_done(void *arg)
-{
-	(void)arg;
-	return atomic_load(&bclose_stage) == 2;
-}
-
 static void test_io_close_blocking_descriptor_in_use(void **s)
 {
 	(void)s;
@@ -754,8 +732,9 @@ static void test_io_close_blocking_descriptor_in_use(void **s)
 	atomic_store(&bclose_stage, 0);
 	assert_int_equal(pipe(bclose_pipe), 0);
 	assert_true(gmp_go(bclose_reader, NULL) > 0);
-	assert_true(wait_for(flag_set, &bclose_stage));
-	usleep(20 * 1000); /* in read(2) */
+	TU_WAIT_FOR(atomic_load(&bclose_stage) != 0);
+	/* In its read(2): past the point where a gmp_close would fail it. */
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
 	int64_t t0 = tu_now_ns();
 	assert_int_equal(gmp_close(bclose_pipe[0]), 0);
 	assert_true(tu_now_ns() - t0 < 1000 * 1000000LL);
@@ -764,7 +743,7 @@ static void test_io_close_blocking_descriptor_in_use(void **s)
 	char c;
 	assert_int_equal(gmp_read(bclose_pipe[0], &c, 1), -EBADF);
 	assert_int_equal(write(bclose_pipe[1], "hi", 2), 2);
-	assert_true(wait_for(bclose_done, NULL));
+	TU_WAIT_FOR(atomic_load(&bclose_stage) == 2);
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_int_equal(fcntl(bclose_pipe[0], F_GETFD), -1); /* closed */
 	close(bclose_pipe[1]);
@@ -862,8 +841,7 @@ static void close_races_at(int procs)
 		pthread_create(&t, NULL, race_thread, NULL);
 		gmp_go(race_closer, (void *)(intptr_t)(i % 7 * 50));
 		pthread_join(t, NULL);
-		while (atomic_load(&race_left) != 0)
-			usleep(100);
+		TU_WAIT_FOR(atomic_load(&race_left) == 0);
 		assert_int_equal(gmp_close(race_sv[1]), 0);
 	}
 	assert_int_equal(gmp_shutdown(), 0);
@@ -885,11 +863,20 @@ static void test_io_close_races_with_io_maxprocs_4(void **s)
 
 static int reuse_fd;
 static atomic_int reuse_stage;
+static _Atomic(gmp_g *) reuse_g; /* the reader */
+
+/* Whether task g is parked in the poller, waiting to read. */
+static bool parked_reading(gmp_g *g)
+{
+	return g && gmp__readgstatus(g) == GMP__G_WAITING &&
+	       gmp__load32_rlx(&g->waitreason) == GMP__WAIT_IO_READ;
+}
 
 static void reuse_reader(void *arg)
 {
 	(void)arg;
 	char buf[16];
+	atomic_store(&reuse_g, gmp_current());
 	/* First file: parks, so the number gets registered. */
 	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == 3);
 	T_ASSERT(memcmp(buf, "one", 3) == 0);
@@ -915,11 +902,11 @@ static void test_io_fd_reuse_after_plain_close(void **s)
 	int a[2], b[2];
 	nb_socketpair(a);
 	reuse_fd = a[0];
+	atomic_store(&reuse_g, NULL);
 	assert_true(gmp_go(reuse_reader, NULL) > 0);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)1));
-	usleep(10 * 1000);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
 	assert_int_equal(write(a[1], "one", 3), 3);
-	assert_true(wait_for(flag_set, &reuse_stage));
+	TU_WAIT_FOR(atomic_load(&reuse_stage) != 0);
 	/* Plain close, but the old file lives on in a dup, so epoll keeps
 	 * its registration under our cookie. */
 	int keep = dup(a[0]);
@@ -929,9 +916,10 @@ static void test_io_fd_reuse_after_plain_close(void **s)
 	assert_int_equal(dup2(b[0], reuse_fd), reuse_fd);
 	close(b[0]);
 	atomic_store(&reuse_stage, 2);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)1));
-	usleep(20 * 1000);
-	/* Data for the old file: must not disturb the new file's reader. */
+	/* Parked on the new file (not in its gmp_sleep, which waits too). */
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
+	/* Data for the old file: must not disturb the new file's reader,
+	 * not within 20 ms at least. */
 	assert_int_equal(write(a[1], "old", 3), 3);
 	usleep(20 * 1000);
 	assert_int_equal(atomic_load(&reuse_stage), 2);
@@ -950,6 +938,7 @@ static void reuse_blocking_reader(void *arg)
 {
 	(void)arg;
 	char buf[16];
+	atomic_store(&reuse_g, gmp_current());
 	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == 3);
 	atomic_store(&reuse_stage, 1);
 	while (atomic_load(&reuse_stage) != 2)
@@ -968,20 +957,21 @@ static void test_io_fd_reuse_as_blocking_pipe(void **s)
 	int a[2], p[2];
 	nb_socketpair(a);
 	reuse_fd = a[0];
+	atomic_store(&reuse_g, NULL);
 	assert_true(gmp_go(reuse_blocking_reader, NULL) > 0);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)1));
-	usleep(10 * 1000);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
 	assert_int_equal(write(a[1], "one", 3), 3);
-	assert_true(wait_for(flag_set, &reuse_stage));
+	TU_WAIT_FOR(atomic_load(&reuse_stage) != 0);
 	assert_int_equal(pipe(p), 0); /* blocking */
 	close(a[0]);
 	close(a[1]);
 	assert_int_equal(dup2(p[0], reuse_fd), reuse_fd);
 	close(p[0]);
 	atomic_store(&reuse_stage, 2);
-	usleep(30 * 1000); /* the reader blocks in read(2) */
+	/* The reader blocks in read(2), holding the only P. */
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
 	assert_true(gmp_go(other_task, NULL) > 0);
-	assert_true(wait_for(flag_set, &other_ran));
+	TU_WAIT_FOR(atomic_load(&other_ran) != 0);
 	assert_int_equal(write(p[1], "pipe", 4), 4);
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_int_equal(atomic_load(&reuse_stage), 3);
@@ -1111,10 +1101,10 @@ static void partial_write(bool close_own)
 	atomic_store(&part_result, 1);
 	assert_true(gmp_go(part_writer, NULL) > 0);
 	/* The writer fills the socket and parks; take some of it. */
-	assert_true(wait_for(tasks_waiting_at_least, (void *)(uintptr_t)1));
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
 	ssize_t got = read(part_sv[1], big_in, 100000);
 	assert_true(got > 0);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)(uintptr_t)1));
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
 	if (close_own)
 		assert_int_equal(gmp_close(part_sv[0]), 0);
 	else
@@ -1280,7 +1270,7 @@ static void fork_child(void *arg)
 	T_ASSERT(gmp_init(&c) == 0);
 	nb_socketpair(child_sv);
 	T_ASSERT(gmp_go(child_reader, NULL) > 0);
-	usleep(20 * 1000); /* parked in the child's poller */
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1); /* in the child's poller */
 	T_ASSERT(write(child_sv[1], "c", 1) == 1);
 	T_ASSERT(gmp_shutdown() == 0);
 }
@@ -1292,7 +1282,7 @@ static void test_io_fork_child_starts_clean(void **s)
 	atomic_store(&fork_parent_read, 0);
 	nb_socketpair(fork_sv);
 	assert_true(gmp_go(fork_parent_reader, NULL) > 0);
-	assert_true(wait_for(tasks_waiting_at_least, (void *)1));
+	TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
 	/* Let the runtime's threads finish starting before the fork. An M
 	 * woken to spin is still inside the sanitizer's thread start (and
 	 * its allocator) for a moment; gcc 12's ASan takes no allocator lock
@@ -1300,7 +1290,7 @@ static void test_io_fork_child_starts_clean(void **s)
 	 * held and hangs at its first malloc. Spinning Ms are counted from
 	 * before their thread exists, so none spinning means none starting;
 	 * the pause covers sysmon's own start. */
-	assert_true(wait_for(no_spinning_threads, NULL));
+	TU_WAIT_FOR(tu_stats().threads_spinning == 0);
 	usleep(20 * 1000);
 	char err[4096];
 	int status = tu_run_child(fork_child, NULL, err, sizeof err);
@@ -1342,8 +1332,7 @@ static void test_io_restart_runtime(void **s)
 	for (int i = 0; i < 5; i++) {
 		tu_init(1 + i % 2);
 		assert_true(gmp_go(restart_reader, NULL) > 0);
-		assert_true(wait_for(tasks_waiting_at_least, (void *)1));
-		usleep(5 * 1000);
+		TU_WAIT_FOR(tu_stats().tasks_waiting >= 1);
 		assert_int_equal(write(restart_sv[1], "r", 1), 1);
 		assert_int_equal(gmp_shutdown(), 0);
 	}

@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 #include "export_test.h"
 
@@ -249,16 +248,12 @@ static void test_maxprocs_shrink_keeps_timers(void **state)
 		assert_true(gmp_go(shrink_sleeper, NULL) > 0);
 	/* All four asleep (their timers on P0..P3), then three Ps go. */
 	gmp_stats st;
-	int64_t end = tu_now_ns() + 5 * (int64_t)1000000000;
-	do {
-		usleep(1000);
-		assert_int_equal(gmp_stats_read(&st), 0);
-	} while (st.tasks_waiting < 4 && tu_now_ns() < end);
+	TU_WAIT_FOR((st = tu_stats()).tasks_waiting >= 4);
 	assert_int_equal(st.tasks_waiting, 4);
 	assert_int_equal(atomic_load(&sleepers_beyond), 3);
 	assert_int_equal(gmp_set_maxprocs(1), 4);
 	/* Due 200 ms after they slept; allow two seconds. */
-	end = tu_now_ns() + 2 * (int64_t)1000000000;
+	int64_t end = tu_now_ns() + 2 * (int64_t)1000000000;
 	while (atomic_load(&sleepers_woke) < 4 && tu_now_ns() < end)
 		usleep(1000);
 	assert_int_equal(atomic_load(&sleepers_woke), 4);
@@ -299,9 +294,7 @@ static void retiring_task(void *arg)
 	gmp_go(queued_task, NULL);
 	gmp_go(queued_task, NULL);
 	if (atomic_load(&retiring_mode) == 0) {
-		gmp_enter_syscall();
-		usleep(1000 * 1000);
-		gmp_exit_syscall();
+		tu_syscall_sleep(1 * SEC, false);
 	} else {
 		while (tu_now_ns() - t0 < 1000 * 1000 * (int64_t)1000)
 			gmp_preempt_point();

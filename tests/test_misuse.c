@@ -6,15 +6,7 @@
 #include <pthread.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 #include "export_test.h"
-
-static gmp_stats stats(void)
-{
-	gmp_stats st;
-	gmp_stats_read(&st);
-	return st;
-}
 
 static void nop(void *arg)
 {
@@ -33,7 +25,7 @@ static void test_misuse_go_null(void **s)
 	(void)s;
 	/* Off: -EINVAL, and the runtime is not started by it. */
 	assert_int_equal(gmp_go(NULL, NULL), -EINVAL);
-	assert_int_equal(stats().procs, 0);
+	assert_int_equal(tu_stats().procs, 0);
 	/* From a task, too. */
 	int64_t r = 0;
 	tu_init(1);
@@ -54,8 +46,8 @@ static void expect_einval(const gmp_config *c, const char *var, const char *val)
 	if (r != -EINVAL)
 		fail_msg("gmp_init with %s=%s: %d, not -EINVAL",
 			 var ? var : "cfg", val ? val : "", r);
-	assert_int_equal(stats().procs, 0); /* nothing started */
-	assert_int_equal(stats().threads_total, 0);
+	assert_int_equal(tu_stats().procs, 0); /* nothing started */
+	assert_int_equal(tu_stats().threads_total, 0);
 }
 
 static void test_misuse_bad_config_values(void **s)
@@ -102,7 +94,7 @@ static void test_misuse_bad_config_values(void **s)
 }
 
 /* An unparsable variable is an error even where the config gives the
- * value it would have set (SPEC §1): it is checked, not skipped. */
+ * value it would have set (design.md §1): it is checked, not skipped. */
 static void test_misuse_bad_env_despite_config(void **s)
 {
 	(void)s;
@@ -164,13 +156,15 @@ static void test_misuse_init_from_task_while_draining(void **s)
 	int sr = -1;
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, shutdown_thread, &sr), 0);
-	usleep(20000);
+	/* gmp_shutdown registers as a drain waiter once it has begun to
+	 * drain (runtime.c's wait_no_tasks). */
+	TU_WAIT_FOR(gmp__load32_acq(&gmp__sched.drain_waiters) != 0);
 	assert_true(gmp_go(nop, NULL) == -ESHUTDOWN); /* it drains */
 	atomic_store(&release_task, 1);
 	pthread_join(th, NULL);
 	assert_int_equal(sr, 0);
 	assert_int_equal(atomic_load(&init_r), 0);
-	assert_int_equal(stats().procs, 0);
+	assert_int_equal(tu_stats().procs, 0);
 }
 
 /* ---- parking outside a task ------------------------------------------------------ */
@@ -326,13 +320,12 @@ static void child_ready_dead(void *arg)
 	(void)arg;
 	tu_init(1);
 	T_ASSERT(gmp_go(ends_at_once, NULL) > 0);
-	while (!atomic_load(&ended_g))
-		usleep(100);
+	TU_WAIT_FOR(atomic_load(&ended_g));
 	/* Once its successor has run, the first task has surely ended. */
 	T_ASSERT(gmp_go(dead_done, NULL) > 0);
-	while (!atomic_load(&ended))
-		usleep(100);
-	usleep(10000);
+	TU_WAIT_FOR(atomic_load(&ended));
+	/* Its exit is over (DEAD), not merely past its last line. */
+	TU_WAIT_FOR(gmp__readgstatus(atomic_load(&ended_g)) == GMP__G_DEAD);
 	gmp_ready(atomic_load(&ended_g)); /* its G is dead and unused */
 	sleep(5);
 }
@@ -433,8 +426,8 @@ static void *chan_peer(void *arg)
 	return NULL;
 }
 
-/* The runtime off again: each call has a defined answer (SPEC §1 and the
- * README's table): the ones that need the runtime start it afresh, the
+/* The runtime off again: each call has a defined answer (design.md §1 and
+ * the README's table): the ones that need the runtime start it afresh, the
  * reading ones report nothing, the task-only ones do nothing, and the
  * synchronisation calls work between plain threads. */
 static void test_misuse_calls_after_shutdown(void **s)
@@ -498,7 +491,7 @@ static void test_misuse_calls_after_shutdown(void **s)
 	/* The calls that need the runtime start it again, with defaults. */
 	atomic_store(&after_ran, 0);
 	assert_true(gmp_go(after_task, NULL) > 0);
-	assert_true(stats().procs > 0);
+	assert_true(tu_stats().procs > 0);
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_int_equal(atomic_load(&after_ran), 1);
 	assert_true(gmp_set_maxprocs(0) > 0);

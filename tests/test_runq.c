@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 #include "export_test.h"
 
 static gmp_g *mkgs(int n)
@@ -280,6 +279,15 @@ static void take(gmp_g *g)
 		atomic_fetch_add(&st.dups, 1);
 }
 
+/* How many Gs nobody has taken yet this round. */
+static int unseen(void)
+{
+	int n = 0;
+	for (int i = 0; i < STRESS_GS; i++)
+		n += atomic_load(&st.seen[i]) == 0;
+	return n;
+}
+
 static void *thief_main(void *arg)
 {
 	gmp__p *me = arg;
@@ -337,15 +345,8 @@ static void test_runq_concurrent_owner_and_two_thieves(void **state)
 		for (int64_t i = 0; i < n && i < STRESS_GS; i++)
 			take(&st.gs[ids[i]]);
 		/* Thieves may still be running a stolen batch: wait until
-		 * every G is accounted for, with a generous bound. */
-		for (int wait = 0; wait < 100000; wait++) {
-			int missing = 0;
-			for (int i = 0; i < STRESS_GS; i++)
-				missing += atomic_load(&st.seen[i]) == 0;
-			if (!missing)
-				break;
-			sched_yield();
-		}
+		 * every G is accounted for. */
+		TU_WAIT_FOR(unseen() == 0);
 		for (int i = 0; i < STRESS_GS; i++)
 			assert_int_equal(atomic_load(&st.seen[i]), 1);
 		assert_int_equal(atomic_load(&st.dups), 0);

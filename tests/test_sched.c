@@ -4,7 +4,6 @@
 #include <pthread.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 /* ---- every task runs exactly once --------------------------------------- */
 
@@ -377,8 +376,7 @@ static void test_sched_work_spreads_over_two_ps(void **s)
 	gmp_go(spawn_busy, NULL);
 	gmp_stats st;
 	/* Read the stats before shutdown, while the runtime runs. */
-	while (atomic_load(&ntids) < NBUSY)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&ntids) >= NBUSY);
 	assert_int_equal(gmp_stats_read(&st), 0);
 	gmp_shutdown();
 	/* The spawner counts: when spawning is slow (under TSan), the other
@@ -476,9 +474,9 @@ static void test_sched_ids_unique_and_positive(void **s)
 	}
 }
 
-/* Ids increase in spawn order, whoever spawns (SPEC §2): tasks on several
- * Ps and threads outside the runtime take turns, passing the last id
- * round a ring of channels, so each spawn happens after the one before. */
+/* Ids increase in spawn order, whoever spawns (design.md §2): tasks on
+ * several Ps and threads outside the runtime take turns, passing the last
+ * id round a ring of channels, so each spawn happens after the one before. */
 enum { ID_RING = 8, ID_ROUNDS = 200 };
 
 static gmp_chan *id_ring[ID_RING];

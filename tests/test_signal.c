@@ -1,12 +1,11 @@
-/* Stack overflow detection (SPEC §2, §6): a task that overflows its stack
- * into the guard page is reported and the program aborts; every other
- * SIGSEGV reaches the handler that was there before gmp_init (the
- * program's, a sanitizer's, or the default action). Each case that
- * crashes runs in a forked child. */
+/* Stack overflow detection (design.md §2, §6): a task that overflows its
+ * stack into the guard page is reported and the program aborts; every
+ * other SIGSEGV reaches the handler that was there before gmp_init (the
+ * program's, a sanitizer's, or the default action). Each case that crashes
+ * runs in a forked child. */
 #include <pthread.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 #include "export_test.h"
 
 /* A child exits with this when the task it runs got no guard page (the
@@ -65,15 +64,7 @@ static void child_overflow(void *arg)
 	tu_init(a->procs);
 	for (int i = 0; i < a->blocked; i++)
 		T_ASSERT(gmp_go(blocked_reader, &fds[0]) > 0);
-	if (a->blocked) {
-		int64_t until = tu_now_ns() + 5000000000LL;
-		gmp_stats st;
-		do {
-			usleep(1000);
-			gmp_stats_read(&st);
-		} while (st.tasks_in_syscall < (uint64_t)a->blocked &&
-			 tu_now_ns() < until);
-	}
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall >= (uint64_t)a->blocked);
 	T_ASSERT(gmp_go(overflow_task, NULL) > 0);
 	sleep(20); /* the overflow aborts long before */
 }
@@ -131,9 +122,7 @@ static void check_altstack(void *arg)
 	int fd[2];
 	T_ASSERT(pipe(fd) == 0);
 	/* Block the thread a moment, so the next tasks need other Ms. */
-	gmp_enter_syscall();
-	usleep(20000);
-	gmp_exit_syscall();
+	tu_syscall_sleep(20 * MS, false);
 	close(fd[0]);
 	close(fd[1]);
 }

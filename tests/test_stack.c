@@ -1,6 +1,6 @@
-/* Task stacks (SPEC §6): the layout (stacks, and Gs beside them), guard
- * pages that really fault, GMP_STACK_GUARD=never, batches prepared with
- * process_madvise and without it, dead tasks' stacks reused, trimming
+/* Task stacks (design.md §6): the layout (stacks, and Gs beside them),
+ * guard pages that really fault, GMP_STACK_GUARD=never, batches prepared
+ * with process_madvise and without it, dead tasks' stacks reused, trimming
  * that spares the G, dead tasks' deep stacks given back (as they end, or
  * by a sweep) and shallow ones left alone, injected failures, and the
  * memory and mappings that 100,000 and 1,000,000 parked tasks cost. */
@@ -9,7 +9,6 @@
 #include <sys/uio.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 #include "export_test.h"
 
@@ -613,7 +612,7 @@ static void test_stack_trim_spares_shallow_tasks(void **s)
 
 /* ---- the sweep's cost ------------------------------------------------------- */
 
-/* Fewer under the sanitizers (gmp_test_util.h says why). */
+/* Fewer under the sanitizers (gmp_test.h says why). */
 #define BURST_TASKS TU_SCALE(20000)
 #define CHURN_WAVE TU_SCALE(4000)
 

@@ -12,17 +12,7 @@
 #include <sched.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 #include "export_test.h"
-
-#define MS 1000000LL
-
-static gmp_stats stats(void)
-{
-	gmp_stats st;
-	gmp_stats_read(&st);
-	return st;
-}
 
 static void stress_init(int procs, bool randomize)
 {
@@ -31,34 +21,6 @@ static void stress_init(int procs, bool randomize)
 	tu_init(procs);
 	unsetenv("GMP_DEBUG");
 	assert_int_equal(gmp__cfg.randomize, randomize ? 1 : 0);
-}
-
-/* Waits until *v reaches want, or fails after timeout_s with the state of
- * the scheduler, so a lost wakeup reads as one. */
-static void wait_for(atomic_long *v, long want, int timeout_s, const char *what)
-{
-	int64_t until = tu_now_ns() + timeout_s * 1000 * MS;
-	while (atomic_load(v) < want) {
-		if (tu_now_ns() > until) {
-			gmp_stats st = stats();
-			fail_msg(
-				"%s: %ld of %ld after %d s (live %llu, runnable "
-				"%llu, waiting %llu, syscall %llu, procs %llu, "
-				"idle %llu, threads %llu, spinning %llu, "
-				"global runq %llu)",
-				what, atomic_load(v), want, timeout_s,
-				(unsigned long long)st.tasks_live,
-				(unsigned long long)st.tasks_runnable,
-				(unsigned long long)st.tasks_waiting,
-				(unsigned long long)st.tasks_in_syscall,
-				(unsigned long long)st.procs,
-				(unsigned long long)st.procs_idle,
-				(unsigned long long)st.threads_total,
-				(unsigned long long)st.threads_spinning,
-				(unsigned long long)st.global_runq_len);
-		}
-		usleep(1000);
-	}
 }
 
 static uint32_t xs(uint32_t *s)
@@ -147,7 +109,7 @@ static void spawn_storm(bool randomize, long n)
 				 0);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
-	wait_for(&sp.nran, n, 100, "spawn storm: tasks run");
+	TU_WAIT_FOR(atomic_load(&sp.nran) >= n);
 	assert_int_equal(gmp_shutdown(), 0);
 	for (long i = 0; i < n; i++)
 		assert_int_equal(sp.ran[i], 1);
@@ -197,7 +159,7 @@ static void test_stress_spawn_storm_randomized_long(void **s)
  * parker already a round further and parked again: it readies it anyway,
  * a spurious wakeup that the parker's loop absorbs (it parks again), so
  * readies may outnumber the rounds they end. A lost wakeup leaves a parker
- * stuck (wait_for fails); a double one makes gmp_ready abort. */
+ * stuck (TU_WAIT_FOR fails); a double one makes gmp_ready abort. */
 
 struct parker {
 	_Atomic(gmp_g *) slot; /* the parked G, published by unlock */
@@ -335,7 +297,7 @@ static void park_ready_race(bool randomize, int procs, long rounds)
 		assert_int_equal(pthread_create(&th[i], NULL, pr_waker_thread,
 						(void *)(uintptr_t)(i + 7)),
 				 0);
-	wait_for(&pr.total, PARKERS * rounds, 100, "park/ready: rounds done");
+	TU_WAIT_FOR(atomic_load(&pr.total) >= PARKERS * rounds);
 	atomic_store(&pr.stop, 1);
 	for (int i = 0; i < WAKER_THREADS; i++)
 		pthread_join(th[i], NULL);
@@ -448,8 +410,8 @@ static void steal_storm(bool randomize, int procs, bool resize, long n)
 				 0);
 	for (int i = 0; i < 4; i++)
 		assert_true(gmp_go(st_burst, NULL) > 0);
-	wait_for(&st_.nran, n, 100, "steal storm: tasks run");
-	gmp_stats s = stats();
+	TU_WAIT_FOR(atomic_load(&st_.nran) >= n);
+	gmp_stats s = tu_stats();
 	if (resize) {
 		atomic_store(&st_.resize_stop, 1);
 		pthread_join(rz, NULL);
@@ -506,18 +468,13 @@ static void sc_sleeper(void *arg)
 	uint32_t rnd = (uint32_t)(uintptr_t)arg * 2654435761u | 1;
 	for (long r = 0; r < sc.rounds; r++) {
 		uint32_t x = xs(&rnd);
-		struct timespec ts = { 0, (long)(x % 200) * 1000 };
+		int64_t ns = (int64_t)(x % 200) * US;
 		/* Now and then one long enough that sysmon, which backs off
 		 * to 10 ms periods while it finds nothing to retake, must
 		 * see it twice. */
 		if (r % 50 == 0 && (uintptr_t)arg % 10 == 0)
-			ts.tv_nsec = 25 * MS;
-		if (x & 0x10000)
-			gmp_enter_syscall_block();
-		else
-			gmp_enter_syscall();
-		nanosleep(&ts, NULL);
-		gmp_exit_syscall();
+			ns = 25 * MS;
+		tu_syscall_sleep(ns, x & 0x10000);
 		atomic_fetch_add(&sc.done, 1);
 		if ((x & 0x700) == 0)
 			gmp_yield();
@@ -549,8 +506,8 @@ static void syscall_storm(bool randomize, int procs, long rounds)
 		assert_true(gmp_go(sc_compute, NULL) > 0);
 	for (int i = 0; i < SLEEPERS; i++)
 		assert_true(gmp_go(sc_sleeper, (void *)(uintptr_t)(i + 1)) > 0);
-	wait_for(&sc.done, SLEEPERS * rounds, 100, "syscall storm: rounds");
-	gmp_stats s = stats();
+	TU_WAIT_FOR(atomic_load(&sc.done) >= SLEEPERS * rounds);
+	gmp_stats s = tu_stats();
 	atomic_store(&sc.stop, 1);
 	assert_int_equal(gmp_shutdown(), 0);
 	print_message("retakes %llu, handoffs %llu, threads %llu, compute "
@@ -776,8 +733,8 @@ static void many_parked(bool randomize, long n)
 	stress_init(2, randomize);
 	for (long i = 0; i < n; i++)
 		assert_true(gmp_go(mp_task, (void *)(uintptr_t)i) > 0);
-	wait_for(&mp.parked, n, 200, "many parked: parked");
-	gmp_stats s = stats();
+	TU_WAIT_FOR(atomic_load(&mp.parked) >= n);
+	gmp_stats s = tu_stats();
 	assert_int_equal(s.tasks_live, (uint64_t)n);
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
@@ -787,7 +744,7 @@ static void many_parked(bool randomize, long n)
 		assert_true(gmp_go(mp_waker_task, NULL) > 0);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	wait_for(&mp.woken, n, 200, "many parked: woken");
+	TU_WAIT_FOR(atomic_load(&mp.woken) >= n);
 	assert_int_equal(gmp_shutdown(), 0);
 	free(mp.table);
 }

@@ -12,7 +12,6 @@
 #include <sched.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 #include "export_test.h"
 
@@ -22,26 +21,6 @@ static void *xmalloc(size_t n)
 	assert_non_null(p);
 	return p;
 }
-
-/* Polls from a foreign thread until cond holds, at most 10 s. */
-#define WAIT_UNTIL(cond)                                                       \
-	do {                                                                   \
-		int64_t until_ = tu_now_ns() + 10000000000LL;                  \
-		while (!(cond)) {                                              \
-			T_ASSERT(tu_now_ns() < until_);                        \
-			usleep(100);                                           \
-		}                                                              \
-	} while (0)
-
-/* The same from a task: yields instead of sleeping the thread. */
-#define TASK_WAIT_UNTIL(cond)                                                  \
-	do {                                                                   \
-		int64_t until_ = tu_now_ns() + 10000000000LL;                  \
-		while (!(cond)) {                                              \
-			T_ASSERT(tu_now_ns() < until_);                        \
-			gmp_yield();                                           \
-		}                                                              \
-	} while (0)
 
 static uint32_t mutex_state(gmp_mutex *mu)
 {
@@ -107,11 +86,11 @@ static void test_sync_sema_fifo_tasks_and_threads(void **s)
 		else
 			assert_true(gmp_go(fifo_task, &args[i]) > 0);
 		/* The next one arrives only once this one sleeps. */
-		WAIT_UNTIL(gmp__sema_nwaiters(&fifo_sema) == (uint32_t)i + 1);
+		TU_WAIT_FOR(gmp__sema_nwaiters(&fifo_sema) == (uint32_t)i + 1);
 	}
 	for (int i = 0; i < NFIFO; i++) {
 		gmp__semrelease(&fifo_sema, false);
-		WAIT_UNTIL(atomic_load(&fifo_n) == i + 1);
+		TU_WAIT_FOR(atomic_load(&fifo_n) == i + 1);
 		assert_int_equal(atomic_load(&fifo_order[i]), i);
 	}
 	assert_int_equal(gmp__sema_nwaiters(&fifo_sema), 0);
@@ -137,11 +116,11 @@ static void test_sync_sema_lifo_goes_first(void **s)
 	atomic_store(&fifo_claim, 0);
 	for (int i = 0; i < 4; i++) {
 		assert_true(gmp_go(fifo_task, &args[i]) > 0);
-		WAIT_UNTIL(gmp__sema_nwaiters(&fifo_sema) == (uint32_t)i + 1);
+		TU_WAIT_FOR(gmp__sema_nwaiters(&fifo_sema) == (uint32_t)i + 1);
 	}
 	for (int i = 0; i < 4; i++) {
 		gmp__semrelease(&fifo_sema, false);
-		WAIT_UNTIL(atomic_load(&fifo_n) == i + 1);
+		TU_WAIT_FOR(atomic_load(&fifo_n) == i + 1);
 	}
 	/* 0 queued lifo after 1 and 2 (so ahead of them); 3 queued last. */
 	for (int i = 0; i < 4; i++)
@@ -170,7 +149,7 @@ static void ho_sleeper(void *arg)
 static void ho_releaser(void *arg)
 {
 	bool handoff = arg != NULL;
-	TASK_WAIT_UNTIL(gmp__sema_nwaiters(&ho_sema) == 1);
+	TU_WAIT_FOR(gmp__sema_nwaiters(&ho_sema) == 1);
 	gmp__semrelease(&ho_sema, handoff);
 	ho_log_put('R');
 }
@@ -220,9 +199,9 @@ static void test_sync_sema_handoff_keeps_count(void **s)
 		atomic_store(&busy_go, 0);
 		atomic_store(&busy_started, 0);
 		gmp_go(ho_sleeper, NULL);
-		WAIT_UNTIL(gmp__sema_nwaiters(&ho_sema) == 1);
+		TU_WAIT_FOR(gmp__sema_nwaiters(&ho_sema) == 1);
 		gmp_go(busy_until_told, NULL);
-		WAIT_UNTIL(atomic_load(&busy_started));
+		TU_WAIT_FOR(atomic_load(&busy_started));
 
 		gmp__semrelease(&ho_sema, handoff);
 		assert_int_equal(gmp__sema_nwaiters(&ho_sema), 0);
@@ -236,11 +215,11 @@ static void test_sync_sema_handoff_keeps_count(void **s)
 		atomic_store(&busy_go, 1);
 		if (!handoff) {
 			/* It wakes, finds nothing, and sleeps again. */
-			WAIT_UNTIL(gmp__sema_nwaiters(&ho_sema) == 1);
+			TU_WAIT_FOR(gmp__sema_nwaiters(&ho_sema) == 1);
 			assert_int_equal(atomic_load(&ho_n), 0);
 			gmp__semrelease(&ho_sema, false);
 		}
-		WAIT_UNTIL(atomic_load(&ho_n) == 1);
+		TU_WAIT_FOR(atomic_load(&ho_n) == 1);
 		assert_int_equal(ho_sema, 0);
 	}
 	assert_int_equal(gmp_shutdown(), 0);
@@ -281,8 +260,8 @@ static void test_sync_sema_many_addresses(void **s)
 			total++;
 		}
 	for (int i = 0; i < NADDR; i++)
-		WAIT_UNTIL(gmp__sema_nwaiters(&many_words[i * STRIDE_WORDS]) ==
-			   (uint32_t)nsleepers_of(i));
+		TU_WAIT_FOR(gmp__sema_nwaiters(&many_words[i * STRIDE_WORDS]) ==
+			    (uint32_t)nsleepers_of(i));
 
 	/* Release the even addresses in a scrambled order, one sleeper at a
 	 * time; only their sleepers may wake. */
@@ -303,7 +282,7 @@ static void test_sync_sema_many_addresses(void **s)
 						false);
 		}
 	for (int i = 0; i < NADDR; i += 2)
-		WAIT_UNTIL(atomic_load(&many_woke[i]) == nsleepers_of(i));
+		TU_WAIT_FOR(atomic_load(&many_woke[i]) == nsleepers_of(i));
 	for (int i = 1; i < NADDR; i += 2) {
 		assert_int_equal(atomic_load(&many_woke[i]), 0);
 		assert_int_equal(
@@ -485,17 +464,17 @@ static void test_sync_mutex_sleepers_of_both_kinds(void **s)
 	gmp_mutex_lock(&line_mu);
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, line_thread, NULL), 0);
-	WAIT_UNTIL(mutex_sleepers(&line_mu) == 1);
+	TU_WAIT_FOR(mutex_sleepers(&line_mu) == 1);
 	assert_true(gmp_go(line_task, NULL) > 0);
-	WAIT_UNTIL(mutex_sleepers(&line_mu) == 2);
+	TU_WAIT_FOR(mutex_sleepers(&line_mu) == 2);
 	assert_true(gmp_go(line_syscall_task, NULL) > 0);
-	WAIT_UNTIL(mutex_sleepers(&line_mu) == 3);
+	TU_WAIT_FOR(mutex_sleepers(&line_mu) == 3);
 	assert_int_equal(mutex_state(&line_mu) >> GMP__MUTEX_WAITER_SHIFT, 3);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(atomic_load(&line_got[i]), 0);
 	gmp_mutex_unlock(&line_mu);
-	WAIT_UNTIL(atomic_load(&line_got[0]) && atomic_load(&line_got[1]) &&
-		   atomic_load(&line_got[2]));
+	TU_WAIT_FOR(atomic_load(&line_got[0]) && atomic_load(&line_got[1]) &&
+		    atomic_load(&line_got[2]));
 	pthread_join(th, NULL);
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_int_equal(mutex_state(&line_mu), 0);
@@ -618,7 +597,7 @@ static void hog(void *arg)
 static void victim(void *arg)
 {
 	(void)arg;
-	TASK_WAIT_UNTIL(atomic_load(&hog_rounds) > 100);
+	TU_WAIT_FOR(atomic_load(&hog_rounds) > 100);
 	int64_t t0 = tu_now_ns();
 	gmp_mutex_lock(&hog_mu);
 	atomic_store(&victim_wait_ns, tu_now_ns() - t0);
@@ -681,7 +660,7 @@ static void relocker(void *arg)
 	(void)arg;
 	gmp_mutex_lock(&spin_mu);
 	gmp_yield(); /* the victim runs now and sleeps on the mutex */
-	TASK_WAIT_UNTIL(atomic_load(&spin_victim_slept));
+	TU_WAIT_FOR(atomic_load(&spin_victim_slept));
 	gmp_mutex_unlock(&spin_mu); /* readies the victim into runnext */
 	int64_t until = tu_now_ns() + 10000000000LL;
 	for (;;) {
@@ -705,7 +684,7 @@ static void sleeper_victim(void *arg)
 static void *watch_victim_sleep(void *arg)
 {
 	(void)arg;
-	WAIT_UNTIL(mutex_sleepers(&spin_mu) == 1);
+	TU_WAIT_FOR(mutex_sleepers(&spin_mu) == 1);
 	atomic_store(&spin_victim_slept, 1);
 	return NULL;
 }
@@ -819,7 +798,7 @@ static void *gate_opener(void *arg)
 {
 	(void)arg;
 	/* Open only once the main thread sleeps in gmp_wg_wait. */
-	WAIT_UNTIL(gmp__sema_nwaiters(&gmp__wg_words_of(&big_wg)->sema) == 1);
+	TU_WAIT_FOR(gmp__sema_nwaiters(&gmp__wg_words_of(&big_wg)->sema) == 1);
 	gmp_mutex_unlock(&gate_mu);
 	return NULL;
 }
@@ -886,8 +865,8 @@ static void wg_driver(void *arg)
 		T_ASSERT(gmp_go(wait_task, NULL) > 0);
 	for (int i = 0; i < NWAIT_THREADS; i++)
 		T_ASSERT(pthread_create(&th[i], NULL, wait_thread, NULL) == 0);
-	TASK_WAIT_UNTIL(gmp__sema_nwaiters(&gmp__wg_words_of(&work_wg)->sema) ==
-			NWAIT_TASKS + NWAIT_THREADS);
+	TU_WAIT_FOR(gmp__sema_nwaiters(&gmp__wg_words_of(&work_wg)->sema) ==
+		    NWAIT_TASKS + NWAIT_THREADS);
 	T_ASSERT(
 		(uint32_t)gmp__load64_rlx(&gmp__wg_words_of(&work_wg)->state) ==
 		NWAIT_TASKS + NWAIT_THREADS);

@@ -1,21 +1,19 @@
-/* System calls and sysmon (SPEC §4): a task blocked in a wrapped call does
- * not stop the others (retake, and the immediate handoff of
+/* System calls and sysmon (design.md §4): a task blocked in a wrapped call
+ * does not stop the others (retake, and the immediate handoff of
  * gmp_enter_syscall_block); quick calls stay on the fast path; errno
  * survives the slow path even across threads; sysmon follows Go's retake
  * rules and asks long time slices to yield; misuse aborts; the stats count
  * tasks in system calls.
  *
- * Time bounds here are generous (the CTest timeout catches a deadlock). The
- * tests that a P is NOT taken depend on the 10 ms rules, which a loaded
- * host can trigger legitimately by stalling a thread; they time themselves
- * and retry, or skip, rather than flake (see judge()). */
+ * Time bounds here are generous (a deadlock fails a TU_WAIT_FOR, or the
+ * CTest timeout). The tests that a P is NOT taken depend on the 10 ms
+ * rules, which a loaded host can trigger legitimately by stalling a
+ * thread; they time themselves and retry, or skip, rather than flake (see
+ * judge()). */
 #include <linux/futex.h>
 #include <stdbool.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
-
-enum { MS = 1000000 };
 
 /* glibc declares __errno_location const, so a compiler may keep errno's
  * address across a call that, unknown to it, moved the task to another
@@ -31,30 +29,6 @@ static __attribute__((noinline)) void errno_set_(int e)
 }
 static int (*volatile errno_now)(void) = errno_now_;
 static void (*volatile errno_set)(int) = errno_set_;
-
-static void nsleep(int64_t ns)
-{
-	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static void wrapped_nsleep(int64_t ns, bool block)
-{
-	if (block)
-		gmp_enter_syscall_block();
-	else
-		gmp_enter_syscall();
-	nsleep(ns);
-	gmp_exit_syscall();
-}
-
-static gmp_stats stats(void)
-{
-	gmp_stats st;
-	T_ASSERT(gmp_stats_read(&st) == 0);
-	return st;
-}
 
 /* ---- a blocked read does not stop the writer that would unblock it ------- */
 
@@ -105,11 +79,10 @@ static void blocked_read_at_maxprocs_1(bool block)
 	/* From outside a task both go to the global queue; with one P,
 	 * whichever runs first, the writer can only run while the reader is
 	 * stuck in read() if the P is taken from it. Without that this
-	 * deadlocks and the CTest timeout fails the case. */
+	 * deadlocks, and the wait fails the case. */
 	assert_true(gmp_go(blocked_reader, &rw) > 0);
 	assert_true(gmp_go(unblocking_writer, &rw) > 0);
-	while (!atomic_load(&rw.reader_done))
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&rw.reader_done));
 	gmp_stats st;
 	assert_int_equal(gmp_stats_read(&st), 0);
 	assert_int_equal(gmp_shutdown(), 0);
@@ -183,7 +156,7 @@ static bool settle(void)
 {
 	int64_t end = tu_now_ns() + 1000 * (int64_t)MS;
 	for (;;) {
-		gmp_stats st = stats();
+		gmp_stats st = tu_stats();
 		if (st.threads_spinning == 0 && st.procs_idle + 1 == st.procs)
 			return true;
 		if (tu_now_ns() > end)
@@ -206,7 +179,7 @@ static void getpid_loop(void *arg)
 	struct fast *f = arg;
 	pid_t pid = getpid();
 	f->settled = settle();
-	f->before = stats();
+	f->before = tu_stats();
 	for (int i = 0; i < FAST_CALLS; i += FAST_BATCH) {
 		/* Give up the time slice now and then. sysmon takes the P of
 		 * a task in a syscall once the P's *slice* (its schedtick) has
@@ -238,7 +211,7 @@ static void getpid_loop(void *arg)
 		if (d > f->longest)
 			f->longest = d;
 	}
-	f->after = stats();
+	f->after = tu_stats();
 }
 
 static void test_syscall_fast_path_takes_no_handoff(void **s)
@@ -317,7 +290,7 @@ static void errno_futex_waiter(void *arg)
 	gmp_exit_syscall();
 	ec->err = errno_now();
 	ec->tid_after = tu_gettid();
-	ec->st = stats();
+	ec->st = tu_stats();
 	atomic_store(&ec->done, 1);
 }
 
@@ -415,7 +388,7 @@ static void short_sleeps(void *arg)
 {
 	struct retake_case *rc = arg;
 	rc->settled = settle();
-	rc->before = stats();
+	rc->before = tu_stats();
 	for (int i = 0; i < 10; i++) {
 		/* A new slice for each call, so the 10 ms slice rule (which
 		 * retakes regardless) cannot apply. */
@@ -426,14 +399,14 @@ static void short_sleeps(void *arg)
 			gmp_enter_syscall();
 			gmp_exit_syscall();
 		}
-		wrapped_nsleep(3 * MS, false);
+		tu_syscall_sleep(3 * MS, false);
 		if (tu_gettid() != tid)
 			atomic_store(&rc->moved, 1);
 		int64_t d = tu_now_ns() - t0;
 		if (d > rc->longest)
 			rc->longest = d;
 	}
-	rc->after = stats();
+	rc->after = tu_stats();
 }
 
 static void short_sleeps_not_retaken(bool warm)
@@ -485,9 +458,9 @@ static void test_syscall_first_syscall_on_p_not_retaken(void **s)
 static void long_sleep(void *arg)
 {
 	struct retake_case *rc = arg;
-	rc->before = stats();
-	wrapped_nsleep(60 * MS, false);
-	rc->after = stats();
+	rc->before = tu_stats();
+	tu_syscall_sleep(60 * MS, false);
+	rc->after = tu_stats();
 }
 
 static void test_syscall_retaken_after_10ms_even_with_idle_p(void **s)
@@ -516,13 +489,13 @@ struct slice_loop {
 static void sleeps_without_switch_points(void *arg)
 {
 	struct slice_loop *sl = arg;
-	sl->before = stats();
+	sl->before = tu_stats();
 	int64_t end = tu_now_ns() + 300 * (int64_t)MS;
 	while (tu_now_ns() < end) {
-		wrapped_nsleep(100000, false);
+		tu_syscall_sleep(100000, false);
 		sl->calls++;
 	}
-	sl->after = stats();
+	sl->after = tu_stats();
 }
 
 static void test_syscall_slice_retake_ends_the_slice(void **s)
@@ -558,9 +531,9 @@ static void sleeper_with_work_queued(void *arg)
 	/* Into this P's runnext: the only P, held by us in the syscall. */
 	T_ASSERT(gmp_go(queued_task, q) > 0);
 	atomic_store(&q->t_enter, tu_now_ns());
-	wrapped_nsleep(200 * MS, false);
+	tu_syscall_sleep(200 * MS, false);
 	atomic_store(&q->sleeper_done, 1);
-	q->st = stats();
+	q->st = tu_stats();
 }
 
 static void test_syscall_retaken_when_queue_has_work(void **s)
@@ -727,11 +700,7 @@ static void test_syscall_stats_count_tasks_in_syscall(void **s)
 	assert_int_equal(st.tasks_in_syscall, 0);
 	for (int i = 0; i < NREADERS; i++)
 		assert_true(gmp_go(pipe_reader, &rd) > 0);
-	int64_t until = tu_now_ns() + 10000 * (int64_t)MS;
-	do {
-		usleep(1000);
-		assert_int_equal(gmp_stats_read(&st), 0);
-	} while (st.tasks_in_syscall < NREADERS && tu_now_ns() < until);
+	TU_WAIT_FOR((st = tu_stats()).tasks_in_syscall >= NREADERS);
 	assert_int_equal(st.tasks_in_syscall, NREADERS);
 	/* Each blocked reader holds a thread, and sysmon is one more. */
 	assert_true(st.threads_total >= NREADERS + 1);
@@ -739,13 +708,8 @@ static void test_syscall_stats_count_tasks_in_syscall(void **s)
 	char buf[NREADERS];
 	memset(buf, 'x', sizeof buf);
 	assert_int_equal(write(rd.fd[1], buf, sizeof buf), NREADERS);
-	while (atomic_load(&rd.done) < NREADERS)
-		usleep(1000);
-	until = tu_now_ns() + 10000 * (int64_t)MS;
-	do {
-		usleep(1000);
-		assert_int_equal(gmp_stats_read(&st), 0);
-	} while (st.tasks_in_syscall != 0 && tu_now_ns() < until);
+	TU_WAIT_FOR(atomic_load(&rd.done) >= NREADERS);
+	TU_WAIT_FOR((st = tu_stats()).tasks_in_syscall == 0);
 	assert_int_equal(st.tasks_in_syscall, 0);
 	assert_int_equal(gmp_shutdown(), 0);
 	close(rd.fd[0]);

@@ -1,5 +1,5 @@
-/* Threads (SPEC §5): the thread cap and its abort, EAGAIN retries, idle
- * threads reused and (beyond Go) let go after a timeout, LockOSThread
+/* Threads (design.md §5): the thread cap and its abort, EAGAIN retries,
+ * idle threads reused and (beyond Go) let go after a timeout, LockOSThread
  * (nesting, a locked task keeps its thread and has it to itself, a locked
  * task that ends takes its thread down, threads made while a task is
  * locked come clean from the template thread), the signal mask of new
@@ -9,32 +9,13 @@
 #include <sched.h>
 
 #include "gmp_test.h"
-#include "gmp_test_util.h"
 
 #include "export_test.h"
 
-enum { MS = 1000000 };
-
-static void nsleep(int64_t ns)
-{
-	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static gmp_stats stats(void)
-{
-	gmp_stats st;
-	T_ASSERT(gmp_stats_read(&st) == 0);
-	return st;
-}
-
-/* Waits (polling, at most 10 s) until *counter reaches want. */
+/* Waits until *counter reaches want, and asserts it did not overshoot. */
 static void wait_count(atomic_int *counter, int want)
 {
-	int64_t until = tu_now_ns() + 10000 * (int64_t)MS;
-	while (atomic_load(counter) < want && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(counter) >= want);
 	assert_int_equal(atomic_load(counter), want);
 }
 
@@ -85,6 +66,15 @@ static void gated_reader(void *arg)
 	atomic_fetch_add(&gt->done, 1);
 }
 
+/* Whether every M is parked idle: every thread of the runtime's but
+ * sysmon. (The template thread would be one more; no case that runs a
+ * burst locks a task.) */
+static bool all_threads_idle(void)
+{
+	gmp_stats st = tu_stats();
+	return st.threads_idle + 1 == st.threads_total;
+}
+
 /* Runs one burst from the test's thread (not a task); returns the stats
  * at its peak. On return every task has ended and its thread parked. */
 static gmp_stats gated_burst(struct gate *gt, int n)
@@ -92,19 +82,16 @@ static gmp_stats gated_burst(struct gate *gt, int n)
 	atomic_store(&gt->done, 0);
 	for (int i = 0; i < n; i++)
 		assert_true(gmp_go(gated_reader, gt) > 0);
-	int64_t until = tu_now_ns() + 10000 * (int64_t)MS;
-	while (stats().tasks_in_syscall < (uint64_t)n && tu_now_ns() < until)
-		usleep(1000);
-	gmp_stats peak = stats();
+	gmp_stats peak;
+	TU_WAIT_FOR((peak = tu_stats()).tasks_in_syscall >= (uint64_t)n);
 	assert_int_equal(peak.tasks_in_syscall, n);
 	char buf[64];
 	memset(buf, 'x', sizeof buf);
 	assert_int_equal(write(gt->fd[1], buf, (size_t)n), n);
 	wait_count(&gt->done, n);
-	while (stats().tasks_live != 0 && tu_now_ns() < until)
-		usleep(1000);
-	assert_int_equal(stats().tasks_live, 0);
-	usleep(20 * 1000); /* let the last threads park */
+	TU_WAIT_FOR(tu_stats().tasks_live == 0);
+	assert_int_equal(tu_stats().tasks_live, 0);
+	TU_WAIT_FOR(all_threads_idle());
 	return peak;
 }
 
@@ -181,10 +168,8 @@ static void child_cap_below_current(void *arg)
 	tu_init(2);
 	for (int i = 0; i < 6; i++)
 		T_ASSERT(gmp_go(read_forever, &pb) > 0);
-	int64_t until = tu_now_ns() + 5000 * (int64_t)MS;
-	while (stats().tasks_in_syscall < 6 && tu_now_ns() < until)
-		usleep(1000);
-	T_ASSERT(stats().tasks_in_syscall == 6);
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall >= 6);
+	T_ASSERT(tu_stats().tasks_in_syscall == 6);
 	/* As debug.SetMaxThreads: a cap below the threads that exist is
 	 * exceeded already. */
 	gmp_set_max_threads(3);
@@ -264,7 +249,7 @@ static void test_thread_idle_threads_reused(void **s)
 		gmp_stats peak = gated_burst(&gt, 10);
 		/* Ten blocked tasks hold ten threads, plus sysmon. */
 		assert_true(peak.threads_total >= 10 + 1);
-		total[r] = stats().threads_total;
+		total[r] = tu_stats().threads_total;
 	}
 	print_message("threads_total after each round:");
 	for (int r = 0; r < 10; r++)
@@ -291,7 +276,7 @@ static void test_thread_idle_threads_exit_after_timeout(void **s)
 	unsetenv("GMP_IDLE_THREAD_TIMEOUT");
 	gmp_stats peak = gated_burst(&gt, 12);
 	assert_true(peak.threads_total >= 12 + 1);
-	gmp_stats after = stats();
+	gmp_stats after = tu_stats();
 	print_message(
 		"burst: %llu threads; after it: %llu threads, %llu idle\n",
 		(unsigned long long)peak.threads_total,
@@ -302,7 +287,7 @@ static void test_thread_idle_threads_exit_after_timeout(void **s)
 	gmp_stats st;
 	do {
 		usleep(10 * 1000);
-		st = stats();
+		st = tu_stats();
 	} while ((st.threads_idle > 2 || st.threads_total > 2 + 1) &&
 		 tu_now_ns() < until);
 	print_message("a few seconds later: %llu threads, %llu idle\n",
@@ -329,10 +314,10 @@ static void test_thread_idle_threads_kept_with_zero_timeout(void **s)
 	tu_init(2);
 	unsetenv("GMP_IDLE_THREAD_TIMEOUT");
 	gated_burst(&gt, 12);
-	gmp_stats after = stats();
+	gmp_stats after = tu_stats();
 	assert_true(after.threads_total >= 12 + 1);
 	usleep(1500 * 1000);
-	gmp_stats later = stats();
+	gmp_stats later = tu_stats();
 	assert_int_equal(later.threads_total, after.threads_total);
 	assert_int_equal(later.threads_idle, after.threads_idle);
 	assert_int_equal(gmp_shutdown(), 0);
@@ -406,9 +391,7 @@ static void locked_worker(void *arg)
 			gmp_sleep(1 * MS);
 			if (tu_gettid() != tid)
 				atomic_fetch_or(&lc->moved, 2);
-			gmp_enter_syscall();
-			nsleep(2 * MS);
-			gmp_exit_syscall();
+			tu_syscall_sleep(2 * MS, false);
 			if (tu_gettid() != tid)
 				atomic_fetch_or(&lc->moved, 4);
 		}
@@ -529,9 +512,7 @@ static void after_exit(void *arg)
 	struct exiting *ex = arg;
 	T_ASSERT(tu_gettid() != atomic_load(&ex->tid[0]));
 	T_ASSERT(tu_gettid() != atomic_load(&ex->tid[1]));
-	gmp_enter_syscall_block();
-	nsleep(10 * MS);
-	gmp_exit_syscall();
+	tu_syscall_sleep(10 * MS, true);
 	atomic_fetch_add(&ex->ran, 1);
 }
 
@@ -542,15 +523,12 @@ static void test_thread_locked_exit_kills_thread(void **s)
 	tu_init(2);
 	assert_true(gmp_go(lock_and_return, &ex) > 0);
 	assert_true(gmp_go(lock_and_exit, &ex) > 0);
-	int64_t until = tu_now_ns() + 10000 * (int64_t)MS;
-	while ((atomic_load(&ex.tid[0]) == 0 || atomic_load(&ex.tid[1]) == 0) &&
-	       tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(atomic_load(&ex.tid[0]) != 0 &&
+		    atomic_load(&ex.tid[1]) != 0);
 	pid_t t0 = atomic_load(&ex.tid[0]), t1 = atomic_load(&ex.tid[1]);
 	assert_true(t0 > 0 && t1 > 0 && t0 != t1);
 	/* Both threads leave with their tasks. */
-	while ((thread_alive(t0) || thread_alive(t1)) && tu_now_ns() < until)
-		usleep(1000);
+	TU_WAIT_FOR(!thread_alive(t0) && !thread_alive(t1));
 	assert_false(thread_alive(t0));
 	assert_false(thread_alive(t1));
 	/* The runtime goes on, making threads again (and recycling the
@@ -616,7 +594,13 @@ static void tainting_task(void *arg)
 	for (int i = 0; i < NSPAWN; i++)
 		T_ASSERT(gmp_go(blocked_reader, t) > 0);
 	gmp_enter_syscall_block();
-	nsleep(100 * MS);
+	/* Until every reader blocks in its read, each on a thread made while
+	 * we are tainted; no TU_WAIT_FOR inside a syscall window. */
+	int64_t give_up = tu_now_ns() + TU_WAIT_NS;
+	while (tu_stats().tasks_in_syscall < NSPAWN + 1) {
+		T_ASSERT(tu_now_ns() < give_up);
+		tu_sleep(1 * MS);
+	}
 	gmp_exit_syscall();
 	T_ASSERT(tu_gettid() == t->locked_tid);
 
@@ -698,9 +682,8 @@ static void mask_checker(void *arg)
 {
 	struct masks *mk = arg;
 	check_mask(mk);
-	gmp_enter_syscall_block(); /* the next one runs on another thread */
-	nsleep(20 * MS);
-	gmp_exit_syscall();
+	/* The next one runs on another thread. */
+	tu_syscall_sleep(20 * MS, true);
 	check_mask(mk);
 }
 
@@ -731,11 +714,11 @@ struct counts {
 static void lock_and_count(void *arg)
 {
 	struct counts *c = arg;
-	c->unlocked = stats();
+	c->unlocked = tu_stats();
 	if (c->eagains)
 		gmp__fault_arm(GMP__FAULT_THREAD_EAGAIN, 0, c->eagains);
 	gmp_lock_os_thread(); /* the first lock starts the template thread */
-	c->locked = stats();
+	c->locked = tu_stats();
 	gmp_unlock_os_thread();
 }
 
