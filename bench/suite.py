@@ -1,0 +1,153 @@
+"""The benchmark suite: what bench/run runs and what its table shows.
+
+Every benchmark program takes --procs=N and --n=N (and flags of its own)
+and prints one line
+
+    bench=<name> procs=<p> n=<n> key=value ...
+
+Each Config below is one configuration of one program: the same flags go
+to the C program (DIR/bench/<name>) and to its twin, which is one of
+
+    go     DIR/bench/go/<name>, built from bench/go/<name>
+    boost  DIR/bench/boost/switch_boost (Boost.Context; Go has no raw switch)
+    echo   both servers, driven by our client DIR/bench/echo: libgmp's
+           examples/echo_server against Go's bench/go/echo
+    floor  the echo pair again, with a yardstick in place of our server:
+           DIR/bench/floor/echo_floor, a one-thread epoll server with no
+           runtime (how far ahead of Go's server any server can get here)
+
+Each Figure is one row of the table: a key of the output line, whether a
+low or a high value is better, and the target if there is one, written as
+the table shows it: "C/Go <= X" or "C/Go >= X" (the ratio of the medians)
+or "C <= X" (the C median itself).
+"""
+
+from typing import NamedTuple, Optional
+
+
+class Figure(NamedTuple):
+    key: str
+    better: str  # "low" or "high"
+    target: Optional[str] = None
+
+
+class Config(NamedTuple):
+    name: str
+    configuration: str  # the table's words for it (the full run's sizes)
+    full: str  # flags for a full run
+    quick: str  # flags for --quick
+    twin: str  # go, boost, echo or floor
+    figures: tuple
+
+
+LOW, HIGH = "low", "high"
+
+SUITE = (
+    Config("switch", "1 thread, raw gobuf switch vs Boost jump_fcontext",
+           "--n=10000000", "--n=1000000", "boost",
+           (Figure("ns_per_op", LOW, "C/Go <= 1.2"),)),
+    Config("yield", "procs=1, 2 tasks yielding",
+           "--procs=1 --n=5000000", "--procs=1 --n=200000", "go",
+           (Figure("ns_per_op", LOW, "C/Go <= 0.33"),)),
+    Config("spawn_join", "procs=1, 1M tasks",
+           "--procs=1 --n=1000000", "--procs=1 --n=100000", "go",
+           (Figure("ns_per_op", LOW, "C/Go <= 0.5"),)),
+    Config("spawn_join", "procs=2, 1M tasks",
+           "--procs=2 --n=1000000", "--procs=2 --n=100000", "go",
+           (Figure("ns_per_op", LOW, "C/Go <= 0.5"),)),
+    Config("syscall_overhead", "procs=1, getpid wrapped - raw",
+           "--procs=1 --n=10000000", "--procs=1 --n=500000", "go",
+           (Figure("ns_per_op", LOW, "C/Go <= 0.5"),)),
+    Config("handoff", "procs=1, 200 trials",
+           "--procs=1 --n=200", "--procs=1 --n=50", "go",
+           (Figure("median_us", LOW, "C/Go <= 0.5"),
+            Figure("p90_us", LOW, "C <= 1000"))),
+    Config("blocked_syscall", "procs=2, 64 x fib(30), 10 blocked readers",
+           "--procs=2 --n=64", "--procs=2 --n=8", "go",
+           (Figure("ratio", LOW, "C <= 1.05"),
+            Figure("threads_after", LOW))),
+    Config("chan_pingpong", "procs=1, 1M round trips",
+           "--procs=1 --n=1000000", "--procs=1 --n=100000", "go",
+           (Figure("ns_per_op", LOW, "C/Go <= 0.5"),)),
+    Config("chan_pingpong", "procs=2, 1M round trips",
+           "--procs=2 --n=1000000", "--procs=2 --n=100000", "go",
+           (Figure("ns_per_op", LOW, "C/Go <= 0.5"),)),
+    Config("skynet", "procs=1, 1M leaves",
+           "--procs=1 --n=1000000", "--procs=1 --n=10000", "go",
+           (Figure("total_ms", LOW, "C/Go <= 0.5"),)),
+    Config("skynet", "procs=2, 1M leaves",
+           "--procs=2 --n=1000000", "--procs=2 --n=10000", "go",
+           (Figure("total_ms", LOW, "C/Go <= 0.5"),)),
+    Config("mutex_contention", "procs=2, 4 tasks x 1M",
+           "--procs=2 --n=1000000", "--procs=2 --n=100000", "go",
+           (Figure("ns_per_op", LOW, "C/Go <= 1.0"),)),
+    Config("echo", "procs=2 servers, 64 conns x 10k x 64 B, our client",
+           "--procs=2 --conns=64 --n=640000 --size=64",
+           "--procs=2 --conns=64 --n=32000 --size=64", "echo",
+           (Figure("rt_per_s", HIGH, "C/Go >= 1.3"),
+            Figure("server_cpu_ns_per_rt", LOW))),
+    Config("echo_floor", "the same, a no-runtime epoll server vs Go",
+           "--procs=2 --conns=64 --n=640000 --size=64",
+           "--procs=2 --conns=64 --n=32000 --size=64", "floor",
+           (Figure("rt_per_s", HIGH),
+            Figure("server_cpu_ns_per_rt", LOW))),
+    Config("parked_memory", "procs=1, 1M tasks parked on a channel",
+           "--procs=1 --n=1000000", "--procs=1 --n=50000", "go",
+           (Figure("bytes_per_task", LOW, "C <= 4608"),
+            Figure("total_ms", LOW, "C/Go <= 0.5"))),
+    Config("parallel_fib", "1000 x fib(27), procs 1 then 2",
+           "--procs=2 --n=1000", "--procs=2 --n=100 --fib=22", "go",
+           (Figure("p1_ms", LOW),
+            Figure("total_ms", LOW, "C/Go <= 1.0"),
+            Figure("speedup", HIGH, "C/Go >= 1.0"))),
+    Config("spawn_idle", "procs=2, 1M tasks parked at once",
+           "--procs=2 --n=1000000", "--procs=2 --n=50000", "go",
+           (Figure("total_ms", LOW),)),
+)
+
+
+class Callgrind(NamedTuple):
+    """Instruction counts under valgrind's callgrind. The program runs at a
+    small and a large --n and (Ir_large - Ir_small) / (ops_large -
+    ops_small) is reported, so start-up and tear-down cancel. Go's runtime
+    does not run under valgrind, so yield has no twin here."""
+    name: str
+    twin: Optional[str]  # "boost" or None
+    ops_per_n: int  # operations per unit of --n
+    small: tuple  # --n for (a full run, --quick)
+    large: tuple
+    flags: str
+
+
+CALLGRIND = (
+    Callgrind("switch", "boost", 1, (1000000, 200000), (3000000, 600000),
+              "--procs=1"),
+    Callgrind("yield", None, 2, (100000, 20000), (300000, 60000), "--procs=1"),
+)
+
+# The table's words for an output key; (benchmark, key) first, then key.
+WORDS = {
+    ("parallel_fib", "total_ms"): "ms at procs=2",
+    ("parked_memory", "total_ms"): "ms to spawn them all",
+    ("spawn_idle", "total_ms"): "ms until all parked",
+    "ns_per_op": "ns/op",
+    "total_ms": "ms",
+    "p1_ms": "ms at procs=1",
+    "speedup": "speedup procs 1 to 2",
+    "median_us": "median µs",
+    "p90_us": "p90 µs",
+    "ratio": "blocked / idle time",
+    "threads_after": "threads while blocked",
+    "bytes_per_task": "resident bytes/task",
+    "rt_per_s": "round trips/s",
+    "server_cpu_ns_per_rt": "server CPU ns/round trip",
+    "ir_per_op": "instructions/op (callgrind)",
+}
+
+
+def words(name, key):
+    """What the figure `key` of benchmark `name` is called in the table."""
+    return WORDS.get((name, key), WORDS.get(key, key))
+
+
+NAMES = frozenset(c.name for c in SUITE) | frozenset(c.name for c in CALLGRIND)
