@@ -96,7 +96,8 @@ struct conn {
 	uint64_t discard;         /* request body bytes still to skip */
 	bool close;               /* close once the batch is written */
 	time_t date_sec;          /* the second date[] shows */
-	char date[40];            /* "Date: ...\r\n" */
+	size_t date_len;
+	char date[40]; /* "Date: ...\r\n" */
 	char in[IN_SIZE];
 	char out[OUT_SIZE];
 };
@@ -306,54 +307,76 @@ static bool put(struct conn *c, const void *s, size_t n)
 	return true;
 }
 
-static bool put_str(struct conn *c, const char *s)
+/* Appends n bytes at p, returning the end. */
+static char *append(char *p, const char *s, size_t n)
 {
-	return put(c, s, strlen(s));
+	memcpy(p, s, n);
+	return p + n;
 }
 
-static bool put_uint(struct conn *c, uint64_t v)
+/* append() of a string literal, its length known at compile time. */
+#define APPEND_LIT(p, lit) append(p, lit, sizeof lit - 1)
+
+/* The decimal digits of v at p, returning the end. */
+static char *append_uint(char *p, uint64_t v)
 {
-	char digits[24], *p = digits + sizeof digits;
+	char digits[24], *d = digits + sizeof digits;
 	do
-		*--p = (char)('0' + v % 10);
+		*--d = (char)('0' + v % 10);
 	while (v /= 10);
-	return put(c, p, (size_t)(digits + sizeof digits - p));
+	return append(p, d, (size_t)(digits + sizeof digits - d));
 }
 
 /* The Date header every response carries (RFC 9110 §6.6.1), formatted
  * once a second per connection rather than per request. */
-static const char *date_header(struct conn *c)
+static void update_date(struct conn *c)
 {
 	time_t now = time(NULL);
 	if (now != c->date_sec) {
 		struct tm tm;
 		gmtime_r(&now, &tm);
-		strftime(c->date, sizeof c->date,
-			 "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+		c->date_len = strftime(c->date, sizeof c->date,
+				       "Date: %a, %d %b %Y %H:%M:%S GMT\r\n",
+				       &tm);
 		c->date_sec = now;
 	}
-	return c->date;
 }
 
-/* Appends a response head. A Connection header is sent when it differs
- * from the version's default: "close" on HTTP/1.1, "keep-alive" on a
- * persistent HTTP/1.0 connection. */
+/* Appends a response head: the status line and the headers, written in
+ * place into the response buffer (after making room for all of it at
+ * once). A Connection header is sent when it differs from the version's
+ * default: "close" on HTTP/1.1, "keep-alive" on a persistent HTTP/1.0
+ * connection. */
 static bool put_head(struct conn *c, const struct request *rq,
 		     const char *status, const char *type, uint64_t len,
 		     const char *extra)
 {
-	bool ok = put_str(c, "HTTP/1.1 ") && put_str(c, status) &&
-		  put_str(c, "\r\nServer: libgmp-example\r\n") &&
-		  put_str(c, date_header(c)) && put_str(c, "Content-Type: ") &&
-		  put_str(c, type) && put_str(c, "\r\nContent-Length: ") &&
-		  put_uint(c, len) && put_str(c, "\r\n");
-	if (ok && extra)
-		ok = put_str(c, extra);
-	if (ok && c->close)
-		ok = put_str(c, "Connection: close\r\n");
-	else if (ok && rq && rq->minor == 0)
-		ok = put_str(c, "Connection: keep-alive\r\n");
-	return ok && put(c, "\r\n", 2);
+	size_t status_len = strlen(status), type_len = strlen(type);
+	size_t extra_len = extra ? strlen(extra) : 0;
+	/* 200: more than the fixed text, the date and the length take */
+	size_t need = status_len + type_len + extra_len + 200;
+	if (OUT_SIZE - c->out_len < need && !flush(c))
+		return false;
+	update_date(c);
+	char *p = c->out + c->out_len;
+	p = APPEND_LIT(p, "HTTP/1.1 ");
+	p = append(p, status, status_len);
+	p = APPEND_LIT(p, "\r\nServer: libgmp-example\r\n");
+	p = append(p, c->date, c->date_len);
+	p = APPEND_LIT(p, "Content-Type: ");
+	p = append(p, type, type_len);
+	p = APPEND_LIT(p, "\r\nContent-Length: ");
+	p = append_uint(p, len);
+	p = APPEND_LIT(p, "\r\n");
+	if (extra)
+		p = append(p, extra, extra_len);
+	if (c->close)
+		p = APPEND_LIT(p, "Connection: close\r\n");
+	else if (rq && rq->minor == 0)
+		p = APPEND_LIT(p, "Connection: keep-alive\r\n");
+	p = APPEND_LIT(p, "\r\n");
+	c->out_len = (size_t)(p - c->out);
+	return true;
 }
 
 /* A short response with a text body: the hello page and the errors. */
