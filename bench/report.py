@@ -138,7 +138,7 @@ faster for throughputs and speedups (better >1). On the switch rows
 the reference is Boost.Context's jump_fcontext, since Go has no raw
 switch; instruction counts are (Ir at the large n - Ir at the small n)
 / (ops difference) under valgrind --tool=callgrind (Go's runtime does
-not run under valgrind). Targets are those of the issues.
+not run under valgrind). Targets are the project's goals for each row (bench/README.md).
 """
 
 
@@ -241,7 +241,7 @@ clamp(y) = y < 0.0625 ? 0.0625 : y > 16 ? 16 : y
 set label 1 'bars run from 1 to C/Go; green: libgmp better (lower time, higher throughput); red: Go better' at graph 0.01, graph 0.96 left
 plot '{data}' using 0:(1):($0 - 0.35):($0 + 0.35):($2 < 1 ? clamp($2) : 1):($2 < 1 ? 1 : clamp($2)):3:xtic(1) \\
        with boxxyerror palette notitle, \\
-     '' using ($0 - 0.45):(clamp($4)):(0.9):(0) with vectors nohead lw 2 lc rgb 'black' title 'target (issues)', \\
+     '' using ($0 - 0.45):(clamp($4)):(0.9):(0) with vectors nohead lw 2 lc rgb 'black' title 'target', \\
      1 with lines lc rgb 'black' dt 2 notitle
 """
 
