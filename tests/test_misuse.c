@@ -1,4 +1,4 @@
-/* Misuse, answered: each row of the README's misuse table that no other
+/* Misuse, answered: each row of docs/guide.md's misuse table that no other
  * suite covers. Calls that can fail answer -errno and start or change
  * nothing; broken invariants print "gmp: ..." and abort (checked in a
  * forked child). The table names, for every row, the test that covers it
@@ -427,7 +427,7 @@ static void *chan_peer(void *arg)
 }
 
 /* The runtime off again: each call has a defined answer (design.md §1 and
- * the README's table): the ones that need the runtime start it afresh, the
+ * docs/guide.md's table): the ones that need the runtime start it afresh, the
  * reading ones report nothing, the task-only ones do nothing, and the
  * synchronisation calls work between plain threads. */
 static void test_misuse_calls_after_shutdown(void **s)
