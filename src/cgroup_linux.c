@@ -318,3 +318,12 @@ int gmp__cgroup_cpu_limit(void)
 	errno = saved;
 	return l;
 }
+
+/* In the child of fork(): sysmon may have been re-reading the quota (it
+ * does once a second) with cache_lock held, and that thread is gone. The
+ * cache may be half-written too: read the mounts afresh. */
+void gmp__cgroup_forked(void)
+{
+	cache_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	cache_valid = false;
+}

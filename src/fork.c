@@ -62,6 +62,7 @@ static void child(void)
 	gmp__netpoll_forked();
 	gmp__stack_forked();
 	gmp__pd_forked();
+	gmp__cgroup_forked();
 }
 
 static void register_handler(void)

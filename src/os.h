@@ -40,6 +40,8 @@ int gmp__ncpu(void);
  * of its cgroup and every ancestor. 0 when there is none or it cannot be
  * read. cgroup_linux.c. */
 int gmp__cgroup_cpu_limit(void);
+/* The child of fork() (fork.c): forgets the lock and cache above. */
+void gmp__cgroup_forked(void);
 
 /* Creates a joinable thread running fn(arg) with every signal blocked until
  * the new thread unblocks them itself (newosproc). Returns 0 or -errno. */
