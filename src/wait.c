@@ -43,12 +43,16 @@ void gmp__waiter_wake(gmp__waiter *w)
 	gmp__futex_wake(addr, INT_MAX);
 }
 
-/* The deadline of a task waiter passed. */
+/* The deadline of a task waiter passed. The task runs next on the P
+ * that ran the timer (runnext), as Go's timers ready theirs: its wait is
+ * over now, and behind the queue it could wait a slice per task queued
+ * there (the queue of a P that sysmon just took from a task that ran past
+ * its slice is often all such tasks). */
 static void waiter_timeout(gmp__timer *t)
 {
 	gmp__waiter *w = t->arg;
 	if (gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT))
-		gmp__ready_claimed(w->g, false);
+		gmp__ready_claimed(w->g, true);
 }
 
 struct park_args {
