@@ -310,6 +310,8 @@ typedef struct gmp_stats {
 	uint64_t spawned, steals, global_runq_len;
 	uint64_t retakes;  /* Ps sysmon took from tasks in syscalls   */
 	uint64_t handoffs; /* Ps passed to another M by handoffp      */
+	uint64_t detaches; /* Ps sysmon took from tasks that ran past
+			      their time slice (section 10)            */
 } gmp_stats;
 
 /* Fills *out with a snapshot (values are read without stopping anything,

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "chan.h"
+#include "preempt.h"
 #include "wait.h"
 
 /* gmp__waiter_sleep's unlock function for one channel: lock is &c->lock. */
@@ -176,24 +177,42 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 	return w.result;
 }
 
+/* Each call that may ready a partner (into the caller's P) or park is
+ * made inside the runtime (preempt.h). */
 GMP_EXTERN int gmp_chan_send(gmp_chan *c, const void *elem)
 {
-	return chan_send(c, elem, true);
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	int r = chan_send(c, elem, true);
+	gmp__leave_task(g, was);
+	return r;
 }
 
 GMP_EXTERN int gmp_chan_recv(gmp_chan *c, void *elem)
 {
-	return chan_recv(c, elem, true);
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	int r = chan_recv(c, elem, true);
+	gmp__leave_task(g, was);
+	return r;
 }
 
 GMP_EXTERN int gmp_chan_try_send(gmp_chan *c, const void *elem)
 {
-	return chan_send(c, elem, false);
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	int r = chan_send(c, elem, false);
+	gmp__leave_task(g, was);
+	return r;
 }
 
 GMP_EXTERN int gmp_chan_try_recv(gmp_chan *c, void *elem)
 {
-	return chan_recv(c, elem, false);
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	int r = chan_recv(c, elem, false);
+	gmp__leave_task(g, was);
+	return r;
 }
 
 /* Moves every entry of q whose waiter we can own onto the list *tail,
@@ -214,10 +233,8 @@ static gmp__sudog **close_queue(gmp_chan *c, gmp__waitq *q, bool recv,
 	return tail;
 }
 
-GMP_EXTERN void gmp_chan_close(gmp_chan *c)
+static void chan_close(gmp_chan *c)
 {
-	if (!c)
-		gmp__throw("close of nil channel");
 	gmp__lock(&c->lock);
 	if (c->closed) {
 		gmp__unlock(&c->lock);
@@ -235,6 +252,16 @@ GMP_EXTERN void gmp_chan_close(gmp_chan *c)
 		list = sg->next; /* before the wake: then sg is not ours */
 		gmp__waiter_wake(sg->w);
 	}
+}
+
+GMP_EXTERN void gmp_chan_close(gmp_chan *c)
+{
+	if (!c)
+		gmp__throw("close of nil channel");
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	chan_close(c);
+	gmp__leave_task(g, was);
 }
 
 GMP_EXTERN void gmp_chan_free(gmp_chan *c)

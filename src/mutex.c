@@ -34,6 +34,7 @@
  * the same word's modification order. Plain loads of the state word are
  * relaxed: they only feed a CAS, which checks them again.
  */
+#include "preempt.h"
 #include "runq.h"
 #include "sema.h"
 
@@ -97,7 +98,7 @@ static _Noreturn void throw_inconsistent(gmp_mutex *mu, uint32_t state)
 	gmp__throw("mutex %p: inconsistent state %#x", (void *)mu, state);
 }
 
-static void lock_slow(gmp_mutex *mu)
+static void lock_contended(gmp_mutex *mu)
 {
 	gmp__mutex_words *m = gmp__mutex_words_of(mu);
 	int64_t wait_start = 0; /* when we first slept; 0: never */
@@ -190,6 +191,16 @@ static void lock_slow(gmp_mutex *mu)
 	}
 }
 
+/* The slow paths spin on the P's state, park and ready: inside the
+ * runtime (preempt.h). Out of line, off the uncontended paths. */
+static __attribute__((noinline)) void lock_slow(gmp_mutex *mu)
+{
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	lock_contended(mu);
+	gmp__leave_task(g, was);
+}
+
 GMP_EXTERN void gmp_mutex_lock(gmp_mutex *mu)
 {
 	/* acquire: pairs with the full add that last unlocked it. */
@@ -213,7 +224,7 @@ GMP_EXTERN bool gmp_mutex_trylock(gmp_mutex *mu)
 }
 
 /* state: the word as our add left it. */
-static void unlock_slow(gmp_mutex *mu, uint32_t state)
+static void unlock_contended(gmp_mutex *mu, uint32_t state)
 {
 	gmp__mutex_words *m = gmp__mutex_words_of(mu);
 	if (!((state + LOCKED) & LOCKED))
@@ -243,6 +254,14 @@ static void unlock_slow(gmp_mutex *mu, uint32_t state)
 		}
 		old = gmp__load32_rlx(&m->state);
 	}
+}
+
+static __attribute__((noinline)) void unlock_slow(gmp_mutex *mu, uint32_t state)
+{
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	unlock_contended(mu, state);
+	gmp__leave_task(g, was);
 }
 
 GMP_EXTERN void gmp_mutex_unlock(gmp_mutex *mu)

@@ -53,6 +53,7 @@
 #include <limits.h>
 
 #include "chan.h"
+#include "preempt.h"
 #include "scheduler.h"
 #include "wait.h"
 
@@ -271,7 +272,20 @@ static gmp__waitq *queue_of(gmp_select_case *cs)
 	return cs->op == GMP_SELECT_RECV ? &cs->chan->recvq : &cs->chan->sendq;
 }
 
+static int select_cases(gmp_select_case *cases, size_t n, int64_t timeout_ns);
+
+/* Inside the runtime (preempt.h): a select may ready a partner into the
+ * caller's P, or park. */
 GMP_EXTERN int gmp_select(gmp_select_case *cases, size_t n, int64_t timeout_ns)
+{
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	int r = select_cases(cases, n, timeout_ns);
+	gmp__leave_task(g, was);
+	return r;
+}
+
+static int select_cases(gmp_select_case *cases, size_t n, int64_t timeout_ns)
 {
 	if (n > INT_MAX || (n > 0 && !cases))
 		return -EINVAL;

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "key.h"
 #include "mcall.h"
+#include "preempt.h"
 #include "runq.h"
 #include "runtime.h"
 #include "scheduler.h"
@@ -27,11 +28,15 @@ static struct {
 } goidgen __attribute__((aligned(GMP__CACHELINE)));
 
 /* The calling M if it may use its P's queue, and has a P: on g0 (an
- * unlock function, a timer) or in a RUNNING task (see gmp__getg). */
+ * unlock function, a timer) or in a RUNNING task inside the runtime (see
+ * gmp__getg and preempt.h). */
 static inline gmp__m *task_m(void)
 {
 	gmp__m *m;
-	gmp__getg(&m);
+	gmp_g *g = gmp__getg(&m);
+	if (GMP__DEBUG && !gmp__inrt(g))
+		gmp__throw("task %lld uses its P outside the runtime",
+			   (long long)g->id);
 	return m && m->p ? m : NULL;
 }
 
@@ -43,11 +48,14 @@ static inline __attribute__((always_inline)) void dropg(gmp__m *m)
 
 static _Noreturn void goexit1(void);
 
-/* The first frame of every task (after the trampoline). */
+/* The first frame of every task (after the trampoline). The task was in
+ * the runtime until here (newproc1 marked it, preempt.h): from this call
+ * on it runs its own code, and its P may be detached from it. */
 static void task_main(void *arg)
 {
 	gmp_g *g = arg;
 	gmp__fiber_on_task(g);
+	gmp__leave(g, 0);
 	g->fn(g->arg); /* errno starts at 0: newproc1, via execute */
 	goexit1();
 }
@@ -70,6 +78,10 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	g->saved_errno = 0;
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
+	/* Not running yet, so inside the runtime (preempt.h); relaxed: the
+	 * status store below publishes both. */
+	gmp__store8_rlx(&g->inrt, 1);
+	gmp__store8_rlx(&g->detach, GMP__DETACH_NONE);
 	/* relaxed: the id orders spawns and publishes nothing. Coherence
 	 * is enough for design.md §2's "increase": all fetch-adds on goidgen
 	 * form one modification order, which agrees with happens-before,
@@ -108,18 +120,26 @@ GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 {
 	if (!fn)
 		return -EINVAL;
-	gmp__m *m = task_m();
+	gmp__m *m;
+	gmp_g *self = gmp__getg(&m);
 	if (!m)
 		return go_nop(fn, arg);
+	uint8_t was = self ? gmp__enter(self) : 0;
+	if (self)
+		m = self->m; /* a detached task's M has a P again */
 	gmp__p *p = m->p;
+	int64_t id = -ENOMEM;
 	gmp_g *g = newproc1(p, fn, arg);
-	if (!g)
-		return -ENOMEM;
-	int64_t id = g->id;
-	/* runnext: the new task runs next here (Go's newproc). The full CAS
-	 * inside is the #StoreLoad that wakep's check relies on. */
-	gmp__runq_put(p, g, true);
-	gmp__wakep();
+	if (g) {
+		id = g->id;
+		/* runnext: the new task runs next here (Go's newproc). The
+		 * full CAS inside is the #StoreLoad that wakep's check relies
+		 * on. */
+		gmp__runq_put(p, g, true);
+		gmp__wakep();
+	}
+	if (self)
+		gmp__leave(self, was);
 	return id;
 }
 
@@ -139,11 +159,12 @@ static void gosched_m(gmp_g *g)
 
 GMP_EXTERN void gmp_yield(void)
 {
-	gmp__m *m;
-	gmp_g *g = gmp__getg(&m);
-	if (!g || !m->p)
+	gmp_g *g = gmp__getg(NULL);
+	if (!g)
 		return;
-	gmp__mcall(m, g, gosched_m);
+	uint8_t was = gmp__enter(g);
+	gmp__mcall(g->m, g, gosched_m);
+	gmp__leave(g, was);
 }
 
 /* The slice is over (sysmon said so): like a yield, but to the tail of the
@@ -167,11 +188,12 @@ static void gopreempt_m(gmp_g *g)
  * flagged the slice. */
 void gmp__preempt_slow(void)
 {
-	gmp__m *m;
-	gmp_g *g = gmp__getg(&m);
-	if (!g || !m->p)
+	gmp_g *g = gmp__getg(NULL);
+	if (!g)
 		return;
-	gmp__mcall(m, g, gopreempt_m);
+	uint8_t was = gmp__enter(g);
+	gmp__mcall(g->m, g, gopreempt_m);
+	gmp__leave(g, was);
 }
 
 /* ---- parking and readying ------------------------------------------------- */
@@ -222,7 +244,13 @@ void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason)
 
 GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 {
-	gmp__park(unlockf, lock, GMP__WAIT_PARK);
+	gmp__m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (!g)
+		gmp__throw("gmp_park called outside a task");
+	uint8_t was = gmp__enter(g);
+	gmp__park_g(g, unlockf, lock, GMP__WAIT_PARK);
+	gmp__leave(g, was);
 }
 
 /* ready_queue from a thread without a P. Once g is queued it may run and
@@ -296,7 +324,11 @@ GMP_EXTERN void gmp_ready(gmp_g *g)
 		gmp__throw("gmp_ready of task %p while the runtime is not "
 			   "running (a task from before gmp_shutdown?)",
 			   (void *)g);
+	gmp_g *self = gmp__getg(NULL);
+	uint8_t was = self ? gmp__enter(self) : 0;
 	gmp__ready(g, true);
+	if (self)
+		gmp__leave(self, was);
 }
 
 /* ---- ending --------------------------------------------------------------- */
@@ -341,10 +373,15 @@ static void goexit1(void)
 			   "there it is a plain thread, which must exec or "
 			   "_exit");
 	gmp_g *g = m->curg;
-	if (g->nkeys) {
+	/* The destructors are the task's own code, run as such (the task
+	 * came here from its own code: its function returned, or it called
+	 * gmp_exit). */
+	if (g->nkeys)
 		gmp__keys_destroy(g);
-		m = gmp__getm(); /* destructors may have switched threads */
-	}
+	/* For good: goexit0 gives the P what the task leaves. */
+	gmp__enter(g);
+	m = g->m; /* destructors may have switched threads; a detached
+		     task's M has a P again */
 	gmp__fiber_to_g0(m, g, true);
 	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)goexit0,
 		       g);

@@ -1,5 +1,6 @@
 /* gmp_sleep and gmp_nanotime (design.md §8). */
 #include "internal.h"
+#include "preempt.h"
 #include "wait.h"
 
 GMP_EXTERN int64_t gmp_nanotime(void)
@@ -19,9 +20,12 @@ GMP_EXTERN void gmp_sleep(int64_t ns)
 		return;
 	}
 	int64_t deadline = gmp__nanotime() + ns;
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
 	gmp__waiter w;
 	gmp__waiter_init(&w);
 	/* Nobody wakes this waiter: only its deadline ends the sleep. A task
 	 * parks with a timer on its P; a thread sleeps on the futex. */
 	gmp__waiter_sleep(&w, no_unlock, NULL, GMP__WAIT_SLEEP, deadline);
+	gmp__leave_task(g, was);
 }
