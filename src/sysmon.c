@@ -211,13 +211,13 @@ static void schedtrace(int64_t now, int64_t start)
 		buf + len, sizeof buf - (size_t)len,
 		"SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%u "
 		"spinningthreads=%u needspinning=%u idlethreads=%u "
-		"runqueue=%llu [",
+		"detachedthreads=%u runqueue=%llu [",
 		(long long)((now - start) / 1000000), procs,
 		gmp__load32_rlx(&gmp__sched.npidle),
 		gmp__load32_rlx(&gmp__sched.nthreads),
 		gmp__load32_rlx(&gmp__sched.nmspinning),
 		gmp__load32_rlx(&gmp__sched.needspinning),
-		gmp__load32_rlx(&gmp__sched.nmidle),
+		gmp__load32_rlx(&gmp__sched.nmidle), gmp__detached_count(),
 		(unsigned long long)gmp__load64_rlx(&gmp__sched.runqsize));
 	for (uint32_t i = 0; i < procs && len < (int)sizeof buf - 16; i++) {
 		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);

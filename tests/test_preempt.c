@@ -494,6 +494,42 @@ static void test_preempt_thread_cap_counts_detached_threads(void **s)
 	tu_expect_abort(cap_child, NULL, "exceeds 3-thread limit");
 }
 
+/* ---- what dumps show -------------------------------------------------------------------- */
+
+static int dump_main(void *arg)
+{
+	char *out = arg;
+	atomic_int stop = 0;
+	struct hog h = { .stop = &stop, .seed = 3 };
+	gmp_wg wg = GMP_WG_INIT;
+	h.done = &wg;
+	gmp_wg_add(&wg, 1);
+	T_ASSERT(gmp_go(hog, &h) > 0);
+	int64_t until = tu_now_ns() + 10000 * MS;
+	while (!atomic_load(&h.detached)) {
+		T_ASSERT(tu_now_ns() < until);
+		gmp_sleep(MS);
+	}
+	FILE *f = fmemopen(out, 4096, "w");
+	T_ASSERT(f);
+	T_ASSERT(gmp_dump(f) >= 2);
+	fclose(f);
+	atomic_store(&stop, 1);
+	gmp_wg_wait(&wg);
+	return 0;
+}
+
+static void test_preempt_dump_shows_detached_task(void **s)
+{
+	(void)s;
+	init_procs(1);
+	char out[4096] = { 0 };
+	assert_int_equal(gmp_main(dump_main, out), 0);
+	if (!strstr(out, "detached"))
+		fail_msg("no detached task in the dump:\n%s", out);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 /* ---- stress: detaches racing with entries into the runtime ------------------------------ */
 
 static gmp_mutex st_mu = GMP_MUTEX_INIT;
@@ -627,5 +663,6 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_task_ends_while_detached),
 	cmocka_unit_test(test_preempt_unwrapped_blocking_call_loses_its_p),
 	cmocka_unit_test(test_preempt_thread_cap_counts_detached_threads),
+	cmocka_unit_test(test_preempt_dump_shows_detached_task),
 	cmocka_unit_test(test_preempt_stress_randomized_p1),
 	cmocka_unit_test(test_preempt_stress_randomized_p2))
