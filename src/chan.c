@@ -71,8 +71,13 @@ GMP_EXTERN gmp_chan *gmp_chan_new(size_t elem_size, size_t cap)
 	return c;
 }
 
+/* Both directions may ready a partner into the caller's P or park:
+ * inside the runtime (preempt.h), for the whole body, so that the public
+ * calls tail-call them. */
 static int chan_send(gmp_chan *c, const void *elem, bool block)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	if (GMP__UNLIKELY(!c)) {
 		if (!block)
 			return -EAGAIN;
@@ -97,7 +102,7 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 		gmp__chan_send_direct(c, sg, elem);
 		gmp__waiter *w = sg->w;
 		gmp__unlock(&c->lock);
-		gmp__waiter_wake(w);
+		gmp__waiter_wake_by(w, stay.g);
 		if (block)
 			gmp_preempt_point();
 		return 0;
@@ -115,7 +120,7 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 	}
 
 	gmp__waiter w;
-	gmp__waiter_init(&w);
+	gmp__waiter_init_as(&w, stay.g);
 	gmp__sudog me = { .w = &w, .c = c, .elem = (void *)elem, .casei = -1 };
 	gmp__waitq_push(&c->sendq, &me);
 	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_SEND, -1);
@@ -125,6 +130,8 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 
 static int chan_recv(gmp_chan *c, void *elem, bool block)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	if (GMP__UNLIKELY(!c)) {
 		if (!block)
 			return -EAGAIN;
@@ -151,7 +158,7 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 		gmp__chan_recv_direct(c, sg, elem);
 		gmp__waiter *w = sg->w;
 		gmp__unlock(&c->lock);
-		gmp__waiter_wake(w);
+		gmp__waiter_wake_by(w, stay.g);
 		if (block)
 			gmp_preempt_point();
 		return 0;
@@ -169,7 +176,7 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 	}
 
 	gmp__waiter w;
-	gmp__waiter_init(&w);
+	gmp__waiter_init_as(&w, stay.g);
 	gmp__sudog me = { .w = &w, .c = c, .elem = elem, .casei = -1 };
 	gmp__waitq_push(&c->recvq, &me);
 	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_RECV, -1);
@@ -177,42 +184,24 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 	return w.result;
 }
 
-/* Each call that may ready a partner (into the caller's P) or park is
- * made inside the runtime (preempt.h). */
 GMP_EXTERN int gmp_chan_send(gmp_chan *c, const void *elem)
 {
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
-	int r = chan_send(c, elem, true);
-	gmp__leave_task(g, was);
-	return r;
+	return chan_send(c, elem, true);
 }
 
 GMP_EXTERN int gmp_chan_recv(gmp_chan *c, void *elem)
 {
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
-	int r = chan_recv(c, elem, true);
-	gmp__leave_task(g, was);
-	return r;
+	return chan_recv(c, elem, true);
 }
 
 GMP_EXTERN int gmp_chan_try_send(gmp_chan *c, const void *elem)
 {
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
-	int r = chan_send(c, elem, false);
-	gmp__leave_task(g, was);
-	return r;
+	return chan_send(c, elem, false);
 }
 
 GMP_EXTERN int gmp_chan_try_recv(gmp_chan *c, void *elem)
 {
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
-	int r = chan_recv(c, elem, false);
-	gmp__leave_task(g, was);
-	return r;
+	return chan_recv(c, elem, false);
 }
 
 /* Moves every entry of q whose waiter we can own onto the list *tail,
@@ -235,6 +224,9 @@ static gmp__sudog **close_queue(gmp_chan *c, gmp__waitq *q, bool recv,
 
 static void chan_close(gmp_chan *c)
 {
+	/* readies every waiter: inside the runtime (preempt.h) */
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__lock(&c->lock);
 	if (c->closed) {
 		gmp__unlock(&c->lock);
@@ -250,7 +242,7 @@ static void chan_close(gmp_chan *c)
 	while (list) {
 		gmp__sudog *sg = list;
 		list = sg->next; /* before the wake: then sg is not ours */
-		gmp__waiter_wake(sg->w);
+		gmp__waiter_wake_by(sg->w, stay.g);
 	}
 }
 
@@ -258,10 +250,7 @@ GMP_EXTERN void gmp_chan_close(gmp_chan *c)
 {
 	if (!c)
 		gmp__throw("close of nil channel");
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
 	chan_close(c);
-	gmp__leave_task(g, was);
 }
 
 GMP_EXTERN void gmp_chan_free(gmp_chan *c)

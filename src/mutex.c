@@ -98,8 +98,13 @@ static _Noreturn void throw_inconsistent(gmp_mutex *mu, uint32_t state)
 	gmp__throw("mutex %p: inconsistent state %#x", (void *)mu, state);
 }
 
-static void lock_contended(gmp_mutex *mu)
+/* Out of line, off the uncontended path. Spinning reads the P's queue,
+ * sleeping parks and an unlock's handoff readies: inside the runtime
+ * (preempt.h). */
+static __attribute__((noinline)) void lock_slow(gmp_mutex *mu)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__mutex_words *m = gmp__mutex_words_of(mu);
 	int64_t wait_start = 0; /* when we first slept; 0: never */
 	bool starving = false;  /* we have waited over STARVATION_NS */
@@ -191,16 +196,6 @@ static void lock_contended(gmp_mutex *mu)
 	}
 }
 
-/* The slow paths spin on the P's state, park and ready: inside the
- * runtime (preempt.h). Out of line, off the uncontended paths. */
-static __attribute__((noinline)) void lock_slow(gmp_mutex *mu)
-{
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
-	lock_contended(mu);
-	gmp__leave_task(g, was);
-}
-
 GMP_EXTERN void gmp_mutex_lock(gmp_mutex *mu)
 {
 	/* acquire: pairs with the full add that last unlocked it. */
@@ -224,8 +219,10 @@ GMP_EXTERN bool gmp_mutex_trylock(gmp_mutex *mu)
 }
 
 /* state: the word as our add left it. */
-static void unlock_contended(gmp_mutex *mu, uint32_t state)
+static __attribute__((noinline)) void unlock_slow(gmp_mutex *mu, uint32_t state)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__mutex_words *m = gmp__mutex_words_of(mu);
 	if (!((state + LOCKED) & LOCKED))
 		gmp__throw("unlock of unlocked mutex %p", (void *)mu);
@@ -254,14 +251,6 @@ static void unlock_contended(gmp_mutex *mu, uint32_t state)
 		}
 		old = gmp__load32_rlx(&m->state);
 	}
-}
-
-static __attribute__((noinline)) void unlock_slow(gmp_mutex *mu, uint32_t state)
-{
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
-	unlock_contended(mu, state);
-	gmp__leave_task(g, was);
 }
 
 GMP_EXTERN void gmp_mutex_unlock(gmp_mutex *mu)

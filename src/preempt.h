@@ -67,6 +67,18 @@
 
 #include "internal.h"
 
+/* g->inrt */
+enum {
+	GMP__INRT_OWN = 0,   /* the task runs its own code */
+	GMP__INRT_IN = 1,    /* inside the runtime on the task's behalf */
+	GMP__INRT_LEAVE = 2, /* inside, and back to its own code as soon as
+				it is resumed: a switch point that was the
+				task's last act in the runtime (gmp_yield)
+				sets it, and execute clears it just before
+				the jump, which saves the switch point a
+				return of its own after the switch */
+};
+
 /* g->detach */
 enum {
 	GMP__DETACH_NONE = 0,     /* the task's M holds its P as usual */
@@ -125,6 +137,42 @@ static inline __attribute__((always_inline)) void gmp__leave_task(gmp_g *g,
 {
 	if (g)
 		gmp__leave(g, was);
+}
+
+/* A stay inside the runtime for a public call's body, ended by the scope
+ * it is declared in (the cleanup attribute), so that every return path
+ * leaves, and so that the public call can tail-call the body with no frame
+ * of its own (after a switch, each extra return costs a mispredicted
+ * return):
+ *
+ *     gmp__stay stay __attribute__((cleanup(gmp__stay_end))) =
+ *             gmp__stay_begin();
+ */
+typedef struct gmp__stay {
+	gmp_g *g;
+	uint8_t was;
+} gmp__stay;
+
+static inline __attribute__((always_inline)) gmp__stay gmp__stay_begin(void)
+{
+	gmp__stay s;
+	s.g = gmp__enter_task(&s.was);
+	return s;
+}
+
+static inline __attribute__((always_inline)) void gmp__stay_end(gmp__stay *s)
+{
+	gmp__leave_task(s->g, s->was);
+}
+
+/* For a switch point that is the last thing its public call does: leave
+ * the runtime when g is resumed (execute does it), instead of after the
+ * switch returns. Only when the call came from the task's own code. */
+static inline __attribute__((always_inline)) void
+gmp__leave_on_resume(gmp_g *g, uint8_t was)
+{
+	if (was == GMP__INRT_OWN)
+		gmp__store8_rlx(&g->inrt, GMP__INRT_LEAVE);
 }
 
 /* Whether the task running on this thread (if any) is inside the runtime

@@ -86,6 +86,7 @@
 #include "internal.h"
 #include "mcall.h"
 #include "netpoll.h"
+#include "preempt.h"
 #include "runq.h"
 #include "scheduler.h"
 #include "sysmon.h"
@@ -880,6 +881,12 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	gmp__store32_rlx(m->preemptp, 0);
 	if (!inherit)
 		gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
+	/* A switch point that was the task's last act in the runtime: it is
+	 * back in its own code from here (preempt.h). Last of all, after the
+	 * P's last use on this M for it; release: pairs with sysmon's
+	 * acquire of the mark. */
+	if (gmp__load8_rlx(&g->inrt) == GMP__INRT_LEAVE)
+		gmp__store8_rel(&g->inrt, GMP__INRT_OWN);
 	gmp__gogo(m, g);
 }
 

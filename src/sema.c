@@ -284,7 +284,7 @@ void gmp__semacquire(volatile uint32_t *addr, bool lifo, uint32_t reason)
 	semroot *root = root_for(addr);
 	semwaiter s;
 	for (;;) {
-		gmp__waiter_init(&s.w); /* we may be on another M each round */
+		gmp__waiter_init_as(&s.w, g); /* g's M may change each round */
 		gmp__lock(&root->lock);
 		/* full: the #StoreLoad between announcing ourselves and the
 		 * last look at the count; the partner is the full increment
@@ -312,7 +312,8 @@ void gmp__semacquire(volatile uint32_t *addr, bool lifo, uint32_t reason)
 	gmp__leave_task(g, was);
 }
 
-static void release_one(semroot *root, volatile uint32_t *addr, bool handoff);
+static void release_one(semroot *root, volatile uint32_t *addr, bool handoff,
+			gmp_g *self);
 
 void gmp__semrelease(volatile uint32_t *addr, bool handoff)
 {
@@ -327,12 +328,13 @@ void gmp__semrelease(volatile uint32_t *addr, bool handoff)
 	 * entered before the lock. */
 	uint8_t was;
 	gmp_g *g = gmp__enter_task(&was);
-	release_one(root, addr, handoff);
+	release_one(root, addr, handoff, g);
 	gmp__leave_task(g, was);
 }
 
 /* gmp__semrelease's slow half: wake the oldest sleeper on addr, if any. */
-static void release_one(semroot *root, volatile uint32_t *addr, bool handoff)
+static void release_one(semroot *root, volatile uint32_t *addr, bool handoff,
+			gmp_g *self)
 {
 	gmp__lock(&root->lock);
 	if (gmp__load32_rlx(&root->nwait) == 0) {
@@ -357,7 +359,7 @@ static void release_one(semroot *root, volatile uint32_t *addr, bool handoff)
 	if (!gmp__waiter_claim(&s->w))
 		gmp__throw("semrelease: sleeper on %p timed out (no deadline)",
 			   (void *)addr);
-	gmp__waiter_wake(&s->w); /* s may be gone from here on */
+	gmp__waiter_wake_by(&s->w, self); /* s may be gone from here */
 	/* The sleeper sits in our runnext (when we are a task on a P):
 	 * yield so it runs now, in our slice. Only for a handoff: otherwise
 	 * someone else could take the count while we switch, for nothing.

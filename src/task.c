@@ -78,10 +78,15 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	g->saved_errno = 0;
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
-	/* Not running yet, so inside the runtime (preempt.h); relaxed: the
-	 * status store below publishes both. */
-	gmp__store8_rlx(&g->inrt, 1);
-	gmp__store8_rlx(&g->detach, GMP__DETACH_NONE);
+	/* Not running yet, so inside the runtime (preempt.h), as every G
+	 * that is not running is: a new one since malg, a dead one since its
+	 * goexit1 entered for good. (Its detach word is NONE, but for a
+	 * moment of a claim sysmon made on the task it was: sysmon backs off
+	 * or, if this task already runs its own code, detaches it, safely
+	 * either way.) */
+	if (GMP__DEBUG && gmp__load8_rlx(&g->inrt) != GMP__INRT_IN)
+		gmp__throw("newproc1: task %lld is not inside the runtime",
+			   (long long)g->id);
 	/* relaxed: the id orders spawns and publishes nothing. Coherence
 	 * is enough for design.md §2's "increase": all fetch-adds on goidgen
 	 * form one modification order, which agrees with happens-before,
@@ -162,9 +167,10 @@ GMP_EXTERN void gmp_yield(void)
 	gmp_g *g = gmp__getg(NULL);
 	if (!g)
 		return;
-	uint8_t was = gmp__enter(g);
+	/* Nothing follows the switch: leave when resumed (preempt.h), and
+	 * keep the tail call (gmp__mcall). */
+	gmp__leave_on_resume(g, gmp__enter(g));
 	gmp__mcall(g->m, g, gosched_m);
-	gmp__leave(g, was);
 }
 
 /* The slice is over (sysmon said so): like a yield, but to the tail of the
@@ -191,9 +197,8 @@ void gmp__preempt_slow(void)
 	gmp_g *g = gmp__getg(NULL);
 	if (!g)
 		return;
-	uint8_t was = gmp__enter(g);
+	gmp__leave_on_resume(g, gmp__enter(g));
 	gmp__mcall(g->m, g, gopreempt_m);
-	gmp__leave(g, was);
 }
 
 /* ---- parking and readying ------------------------------------------------- */
@@ -249,8 +254,8 @@ GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 	if (!g)
 		gmp__throw("gmp_park called outside a task");
 	uint8_t was = gmp__enter(g);
+	gmp__leave_on_resume(g, was);
 	gmp__park_g(g, unlockf, lock, GMP__WAIT_PARK);
-	gmp__leave(g, was);
 }
 
 /* ready_queue from a thread without a P. Once g is queued it may run and
@@ -273,10 +278,11 @@ static __attribute__((noinline)) void ready_global(gmp_g *g)
 
 /* Queues a G that just became runnable: into the caller's P (runnext when
  * `next`), or the global queue from a thread without one; then wakes a P
- * if one idles. */
-static inline void ready_queue(gmp_g *g, bool next)
+ * if one idles. self: the caller, if it is the running task inside the
+ * runtime (its M holds the P then), else NULL to find out. */
+static inline void ready_queue(gmp_g *g, bool next, gmp_g *self)
 {
-	gmp__m *m = task_m();
+	gmp__m *m = self ? self->m : task_m();
 	if (!m) {
 		ready_global(g);
 		return;
@@ -299,20 +305,28 @@ void gmp__ready(gmp_g *g, bool next)
 	if (seen != GMP__G_WAITING)
 		gmp__throw("gmp_ready: task %lld is %s, not waiting",
 			   (long long)g->id, gmp__gstatus_name(seen));
-	ready_queue(g, next);
+	ready_queue(g, next, NULL);
 }
 
 /* gmp__ready for a waker that owns the wakeup exclusively (it claimed a
  * waiter, so no second waker can exist): the status needs no CAS, one
  * atomic fewer per hand-off. */
-void gmp__ready_claimed(gmp_g *g, bool next)
+void gmp__ready_claimed_by(gmp_g *g, bool next, gmp_g *self)
 {
 	uint32_t cur = gmp__load32_rlx(&g->status);
 	if (GMP__UNLIKELY(cur != GMP__G_WAITING))
 		gmp__gstatus_bad(g, cur, GMP__G_WAITING, GMP__G_RUNNABLE);
 	gmp__store32_rel(&g->status, GMP__G_RUNNABLE); /* publishes to the
 							  M that runs g */
-	ready_queue(g, next);
+	if (GMP__DEBUG && !gmp__inrt(self))
+		gmp__throw("task %lld uses its P outside the runtime",
+			   (long long)self->id);
+	ready_queue(g, next, self);
+}
+
+void gmp__ready_claimed(gmp_g *g, bool next)
+{
+	gmp__ready_claimed_by(g, next, NULL);
 }
 
 GMP_EXTERN void gmp_ready(gmp_g *g)

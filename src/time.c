@@ -20,12 +20,12 @@ GMP_EXTERN void gmp_sleep(int64_t ns)
 		return;
 	}
 	int64_t deadline = gmp__nanotime() + ns;
-	uint8_t was;
-	gmp_g *g = gmp__enter_task(&was);
+	/* parks with a timer on the P: inside the runtime (preempt.h) */
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__waiter w;
 	gmp__waiter_init(&w);
 	/* Nobody wakes this waiter: only its deadline ends the sleep. A task
 	 * parks with a timer on its P; a thread sleeps on the futex. */
 	gmp__waiter_sleep(&w, no_unlock, NULL, GMP__WAIT_SLEEP, deadline);
-	gmp__leave_task(g, was);
 }

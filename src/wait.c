@@ -26,13 +26,18 @@ bool gmp__waiter_claim(gmp__waiter *w)
 
 void gmp__waiter_wake(gmp__waiter *w)
 {
+	gmp__waiter_wake_by(w, NULL);
+}
+
+void gmp__waiter_wake_by(gmp__waiter *w, gmp_g *self)
+{
 	gmp_g *g = w->g;
 	if (g) {
 		/* The task cannot run before gmp__ready, so the order of the
 		 * store and the ready does not matter to it; release still
 		 * orders the hand-off before the state for the sleeper. */
 		gmp__store32_rel(&w->state, GMP__WAIT_WOKEN);
-		gmp__ready_claimed(g, true); /* we are its only waker */
+		gmp__ready_claimed_by(g, true, self); /* its only waker */
 		return;
 	}
 	/* A thread: after the store it may return and free w, so take the
