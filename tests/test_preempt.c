@@ -530,6 +530,65 @@ static void test_preempt_dump_shows_detached_task(void **s)
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
+/* ---- the barrier --------------------------------------------------------------- */
+
+/* Without a barrier, detaching is off, says so under GMP_DEBUG, and a hog
+ * keeps its P (the cooperative request is all that remains). */
+static void no_barrier_child(void *arg)
+{
+	(void)arg;
+	gmp__preempt_force_barrier(0);
+	setenv("GMP_DEBUG", "sigquit=0", 1);
+	gmp_config c = { .maxprocs = 1 };
+	if (gmp_init(&c) != 0)
+		_exit(3);
+	const char *why = gmp__preempt_off_reason();
+	if (!why || !strstr(why, "no asymmetric barrier"))
+		_exit(4);
+	if (gmp_main(bounded_hogs_main, NULL) != 0)
+		_exit(5);
+	if (tu_stats().detaches != 0)
+		_exit(6);
+	gmp_shutdown();
+	_exit(0);
+}
+
+static void test_preempt_without_a_barrier_detaching_is_off(void **s)
+{
+	(void)s;
+	char err[4096];
+	int status = tu_run_child(no_barrier_child, NULL, err, sizeof err);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("child status %#x, stderr:\n%s", status, err);
+	if (!strstr(err, "gmp: preemption:") ||
+	    !strstr(err, "no asymmetric barrier"))
+		fail_msg("GMP_DEBUG did not say why detaching is off:\n%s",
+			 err);
+}
+
+/* The mprotect shoot-down, where membarrier is missing: a barrier on
+ * x86-64, which detaches as with membarrier; none on arm64, which then
+ * says so. */
+static void test_preempt_shootdown_barrier(void **s)
+{
+	(void)s;
+	gmp__preempt_force_barrier(2);
+	tu_init(1);
+	gmp__preempt_force_barrier(-1);
+	const char *why = gmp__preempt_off_reason();
+#if defined(__x86_64__)
+	assert_null(why);
+	struct sleeper_run r = { .nhogs = 2, .rounds = 15 };
+	assert_int_equal(gmp_main(sleeper_main, &r), 0);
+	assert_true(r.worst_ns <= 50 * MS);
+	assert_true(tu_stats().detaches >= 1);
+#else
+	assert_non_null(why);
+	assert_non_null(strstr(why, "not a barrier on this CPU"));
+#endif
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 /* ---- stress: detaches racing with entries into the runtime ------------------------------ */
 
 static gmp_mutex st_mu = GMP_MUTEX_INIT;
@@ -664,5 +723,7 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_unwrapped_blocking_call_loses_its_p),
 	cmocka_unit_test(test_preempt_thread_cap_counts_detached_threads),
 	cmocka_unit_test(test_preempt_dump_shows_detached_task),
+	cmocka_unit_test(test_preempt_without_a_barrier_detaching_is_off),
+	cmocka_unit_test(test_preempt_shootdown_barrier),
 	cmocka_unit_test(test_preempt_stress_randomized_p1),
 	cmocka_unit_test(test_preempt_stress_randomized_p2))
