@@ -2,11 +2,13 @@
  *
  * Tasks (G) run on OS threads (M) that hold logical processors (P). Spawn
  * tasks with gmp_go(); they are multiplexed over at most `maxprocs` running
- * threads, spread by work stealing. Scheduling is cooperative: a task gives
- * up its thread only at a switch point (gmp_yield, gmp_preempt_point, a
- * blocking libgmp call, or its end). Wrap blocking system calls in
- * gmp_enter_syscall()/gmp_exit_syscall() so the runtime can run other tasks
- * meanwhile.
+ * threads, spread by work stealing. A task gives up its thread only at a
+ * switch point (gmp_yield, gmp_preempt_point, a blocking libgmp call, or
+ * its end); one that runs past its 10 ms time slice without reaching one
+ * loses its P to the other tasks and runs on, on the same thread, until
+ * its next libgmp call takes a P back (section 10, design.md §10). Wrap
+ * blocking system calls in gmp_enter_syscall()/gmp_exit_syscall() so the
+ * runtime can run other tasks meanwhile.
  *
  * Conventions. Functions that can fail return 0 (or a positive value) on
  * success and a negative errno on failure, and leave errno alone. Misuse
@@ -156,7 +158,14 @@ GMP_EXTERN gmp_g *gmp_current(void);
 
 /* Yields if sysmon asked this task to (its time slice has lasted 10 ms).
  * Costs one thread-local load when nothing is pending: call it in long
- * loops that have no other switch point, to keep scheduling fair. */
+ * loops that have no other switch point, to keep scheduling fair.
+ *
+ * A task that never reaches a switch point is not stuck with its P: 1 ms
+ * after the request sysmon detaches the P and gives it to another thread
+ * (design.md §10, unless GMP_PREEMPT=off). The task is not interrupted;
+ * it runs on, on the same thread, and its next libgmp call that needs a P
+ * takes one back, waiting if none is free. gmp_stats.detaches counts
+ * these; a yield here is the cheaper way to the same fairness. */
 GMP_EXTERN void gmp_preempt_point(void);
 
 /* The check itself is inlined at the call site (a macro, so that
@@ -310,6 +319,8 @@ typedef struct gmp_stats {
 	uint64_t spawned, steals, global_runq_len;
 	uint64_t retakes;  /* Ps sysmon took from tasks in syscalls   */
 	uint64_t handoffs; /* Ps passed to another M by handoffp      */
+	uint64_t detaches; /* Ps sysmon took from tasks that ran past
+			      their time slice (gmp_preempt_point)     */
 } gmp_stats;
 
 /* Fills *out with a snapshot (values are read without stopping anything,

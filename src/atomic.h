@@ -153,6 +153,29 @@ static inline void gmp__storeb_rlx(volatile bool *p, bool v)
 	AO_char_store((volatile unsigned char *)p, (unsigned char)v);
 }
 
+/* Small state words (a G's preemption fields, internal.h): 8-bit loads,
+ * stores and a CAS. */
+static inline uint8_t gmp__load8_rlx(const volatile uint8_t *p)
+{
+	return AO_char_load((const volatile unsigned char *)p);
+}
+static inline uint8_t gmp__load8_acq(const volatile uint8_t *p)
+{
+	return AO_char_load_acquire((const volatile unsigned char *)p);
+}
+static inline void gmp__store8_rlx(volatile uint8_t *p, uint8_t v)
+{
+	AO_char_store((volatile unsigned char *)p, v);
+}
+static inline void gmp__store8_rel(volatile uint8_t *p, uint8_t v)
+{
+	AO_char_store_release((volatile unsigned char *)p, v);
+}
+static inline bool gmp__cas8_full(volatile uint8_t *p, uint8_t o, uint8_t n)
+{
+	return AO_char_compare_and_swap_full((volatile unsigned char *)p, o, n);
+}
+
 /* A CPU hint for spin-wait loops. */
 static inline void gmp__cpu_relax(void)
 {

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "chan.h"
+#include "preempt.h"
 #include "wait.h"
 
 /* gmp__waiter_sleep's unlock function for one channel: lock is &c->lock. */
@@ -70,8 +71,13 @@ GMP_EXTERN gmp_chan *gmp_chan_new(size_t elem_size, size_t cap)
 	return c;
 }
 
+/* Both directions may ready a partner into the caller's P or park:
+ * inside the runtime (preempt.h), for the whole body, so that the public
+ * calls tail-call them. */
 static int chan_send(gmp_chan *c, const void *elem, bool block)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	if (GMP__UNLIKELY(!c)) {
 		if (!block)
 			return -EAGAIN;
@@ -96,7 +102,7 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 		gmp__chan_send_direct(c, sg, elem);
 		gmp__waiter *w = sg->w;
 		gmp__unlock(&c->lock);
-		gmp__waiter_wake(w);
+		gmp__waiter_wake_by(w, stay.g);
 		if (block)
 			gmp_preempt_point();
 		return 0;
@@ -114,7 +120,7 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 	}
 
 	gmp__waiter w;
-	gmp__waiter_init(&w);
+	gmp__waiter_init_as(&w, stay.g);
 	gmp__sudog me = { .w = &w, .c = c, .elem = (void *)elem, .casei = -1 };
 	gmp__waitq_push(&c->sendq, &me);
 	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_SEND, -1);
@@ -124,6 +130,8 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 
 static int chan_recv(gmp_chan *c, void *elem, bool block)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	if (GMP__UNLIKELY(!c)) {
 		if (!block)
 			return -EAGAIN;
@@ -150,7 +158,7 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 		gmp__chan_recv_direct(c, sg, elem);
 		gmp__waiter *w = sg->w;
 		gmp__unlock(&c->lock);
-		gmp__waiter_wake(w);
+		gmp__waiter_wake_by(w, stay.g);
 		if (block)
 			gmp_preempt_point();
 		return 0;
@@ -168,7 +176,7 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 	}
 
 	gmp__waiter w;
-	gmp__waiter_init(&w);
+	gmp__waiter_init_as(&w, stay.g);
 	gmp__sudog me = { .w = &w, .c = c, .elem = elem, .casei = -1 };
 	gmp__waitq_push(&c->recvq, &me);
 	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_RECV, -1);
@@ -214,10 +222,11 @@ static gmp__sudog **close_queue(gmp_chan *c, gmp__waitq *q, bool recv,
 	return tail;
 }
 
-GMP_EXTERN void gmp_chan_close(gmp_chan *c)
+static void chan_close(gmp_chan *c)
 {
-	if (!c)
-		gmp__throw("close of nil channel");
+	/* readies every waiter: inside the runtime (preempt.h) */
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__lock(&c->lock);
 	if (c->closed) {
 		gmp__unlock(&c->lock);
@@ -233,8 +242,15 @@ GMP_EXTERN void gmp_chan_close(gmp_chan *c)
 	while (list) {
 		gmp__sudog *sg = list;
 		list = sg->next; /* before the wake: then sg is not ours */
-		gmp__waiter_wake(sg->w);
+		gmp__waiter_wake_by(sg->w, stay.g);
 	}
+}
+
+GMP_EXTERN void gmp_chan_close(gmp_chan *c)
+{
+	if (!c)
+		gmp__throw("close of nil channel");
+	chan_close(c);
 }
 
 GMP_EXTERN void gmp_chan_free(gmp_chan *c)

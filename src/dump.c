@@ -25,6 +25,7 @@
 #include "dump.h"
 #include "g.h"
 #include "internal.h"
+#include "preempt.h"
 #include "runq.h"
 #include "runtime.h"
 
@@ -143,6 +144,10 @@ RACY_READER static bool task_line(struct out *o, gmp_g *g)
 			out_str(o, gmp__waitreason_name(r));
 		}
 	}
+	/* running on its own thread without a P (preempt.h) */
+	if (st == GMP__G_RUNNING &&
+	    gmp__load8_rlx(&g->detach) == GMP__DETACH_DETACHED)
+		out_str(o, ", detached");
 	out_str(o, "]: entry=");
 	out_ptr(o, (const void *)(uintptr_t)g->fn);
 	gmp__m *m = gmp__loadp_rlx(&g->m);
@@ -212,6 +217,9 @@ RACY_READER void gmp__sched_detail(FILE *f)
 		out_i64(&o, gmp__loadb_rlx(&m->idle));
 		out_str(&o, " lockedg=");
 		out_i64(&o, lg ? lg->id : -1);
+		out_str(&o, " detached=");
+		out_i64(&o, g && gmp__load8_rlx(&g->detach) ==
+					    GMP__DETACH_DETACHED);
 		out_str(&o, " tid=");
 		out_i64(&o,
 			(int32_t)gmp__load32_rlx((volatile uint32_t *)&m->tid));
@@ -229,6 +237,9 @@ RACY_READER void gmp__sched_detail(FILE *f)
 		out_str(&o, "(");
 		if (st == GMP__G_WAITING)
 			out_str(&o, gmp__waitreason_name(g->waitreason));
+		else if (st == GMP__G_RUNNING &&
+			 gmp__load8_rlx(&g->detach) == GMP__DETACH_DETACHED)
+			out_str(&o, "detached");
 		out_str(&o, ") m=");
 		out_i64(&o, m_id(gmp__loadp_rlx(&g->m)));
 		out_str(&o, " lockedm=");

@@ -62,4 +62,14 @@ int gmp__cgroup_cpu_limit_from(const char *cgroup, const char *mountinfo);
  * makes it fail with -EBADF); INT_MIN restores the default. */
 void gmp__madvise_self_pidfd_set(int fd);
 
+/* preempt.c: why sysmon does not detach Ps from tasks that run past their
+ * slice (GMP_PREEMPT=off, or no barrier), or NULL when it does; whether
+ * the task calling it is detached right now (a read, which does not enter
+ * the runtime); and, before gmp_init, which barrier the next gmp_init may
+ * use at most: 1 membarrier (the default, with the fallback), 2 only the
+ * mprotect shoot-down, 0 none; -1 restores the default. */
+const char *gmp__preempt_off_reason(void);
+bool gmp__detached(void);
+void gmp__preempt_force_barrier(int kind);
+
 #endif

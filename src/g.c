@@ -57,6 +57,7 @@
 #include "fiber.h"
 #include "g.h"
 #include "internal.h"
+#include "preempt.h"
 #include "runq.h"
 #include "stack.h"
 
@@ -152,6 +153,9 @@ gmp_g *gmp__malg(void)
 	gmp_g *g = memset(mem, 0, sizeof *g); /* as calloc would */
 	g->stack = st;
 	gmp__store32_rlx(&g->status, GMP__G_IDLE); /* racy readers: sysmon */
+	/* Not running, so inside the runtime (preempt.h), for good: each
+	 * task's first frame leaves, and its end enters again. */
+	gmp__store8_rlx(&g->inrt, GMP__INRT_IN);
 	gmp__casgstatus(g, GMP__G_IDLE, GMP__G_DEAD);
 	gmp__lock(&gmp__allg_lock);
 	g->allglink = gmp__allg;

@@ -61,7 +61,10 @@ _Noreturn void gmp__throw(const char *fmt, ...)
  *   IDLE      just allocated, not yet initialised          owner: allocator
  *   RUNNABLE  on a run queue (a P's ring, runnext, or the global queue),
  *             or in hand between a queue and execute        owner: the queue
- *   RUNNING   executing on an M that holds a P               owner: that M
+ *   RUNNING   executing on an M that holds a P, or on an M whose P sysmon
+ *             detached while the task ran its own code (see `detach`
+ *             below: it takes a P back before it uses the runtime)
+ *                                                            owner: that M
  *   SYSCALL   in a wrapped system call; its M may or may not still hold a
  *             P (sysmon may retake it)                       owner: its M
  *   WAITING   parked by gmp_park; only gmp_ready may move it  owner: waker
@@ -131,12 +134,19 @@ struct gmp_g {
 				   owner writes, sysmon reads racily */
 	gmp__m *lastm;      /* racy: the M it ran on last (for dumps) */
 	gmp__m *lockedm;    /* M this G is locked to (LockOSThread); owner */
-	volatile bool preempt; /* atomic: sysmon asks it to yield */
-	uint8_t stkstate;      /* GMP__STK_*: what trimming knows of the stack;
+	/* Preemption (preempt.h). inrt: 1 while the thread running the
+	 * task is inside the runtime on its behalf (using its P), 0 while
+	 * it runs the task's own code; written by that thread only, with
+	 * plain stores in, a store-release out; sysmon reads it after its
+	 * asymmetric barrier. detach: GMP__DETACH_*, CASed by sysmon and by
+	 * the task's thread as preempt.h describes. */
+	volatile uint8_t inrt;
+	uint8_t stkstate; /* GMP__STK_*: what trimming knows of the stack;
 			     whoever holds the G (stack.c) */
-	int saved_errno;       /* errno across switch points; owner */
-	void **keys;    /* task-local values, gmp_key.id-indexed; owner */
-	uint32_t nkeys; /* capacity of keys[] */
+	volatile uint8_t detach;
+	int saved_errno; /* errno across switch points; owner */
+	void **keys;     /* task-local values, gmp_key.id-indexed; owner */
+	uint32_t nkeys;  /* capacity of keys[] */
 	/* The length of the batch this G heads on the global free list
 	 * (gfreebatch's); here, in a hole, so that gmp_g stays within
 	 * 256 bytes, four cache lines beside its stack. */
@@ -163,13 +173,17 @@ struct gmp_g {
  */
 struct gmp__m {
 	int64_t id;
-	gmp_g *volatile curg;   /* G running now; owner writes (relaxed
+	gmp_g *volatile curg; /* G running now; owner writes (relaxed
 				    atomic), sysmon and dumps read racily */
-	gmp__p *volatile p;     /* P held; owner (sysmon may clear it while
+	gmp__p *volatile p;   /* P held; owner (sysmon may clear it while
 				    curg is SYSCALL|SCAN, see syscall.c) */
-	gmp__p *nextp;          /* P handed over by startm; set before the
+	gmp__p *nextp;        /* P handed over by startm; set before the
 				    notewakeup that releases the M */
-	gmp__p *oldp;           /* P held when the syscall began; owner */
+	gmp__p *oldp;         /* P held when the syscall began; owner */
+	/* The P sysmon took when it detached curg (preempt.c): written by
+	 * sysmon while curg->detach is TAKING, read by the owner once it
+	 * sees DETACHED (acquire), which orders the two. */
+	gmp__p *detachp;
 	uint32_t syscalltick;   /* p->syscalltick at entersyscall; owner */
 	volatile bool spinning; /* owner; counted in sched.nmspinning */
 	volatile bool idle;     /* on sched.midle; sched.lock */
@@ -180,9 +194,13 @@ struct gmp__m {
 	gmp__m *freelink;       /* sched.freem; sched.lock */
 
 	/* LockOSThread (src/thread.c): the G locked to this M, and how many
-	 * gmp_lock_os_thread calls it has yet to undo. Owner. */
+	 * gmp_lock_os_thread calls it has yet to undo. locked_int is the
+	 * runtime's own lock (Go's lockedInt): a detached task waiting for
+	 * a P is locked to its M for the wait, so that it never leaves its
+	 * thread (preempt.c). Owner. */
 	gmp_g *volatile lockedg;
 	uint32_t locked_ext;
+	bool locked_int;
 
 	/* gmp_park's arguments, consumed by park_m on g0. */
 	gmp_unlock_fn waitunlockf;
@@ -243,6 +261,10 @@ struct gmp__p {
 	struct {
 		uint32_t schedtick, syscalltick;
 		int64_t schedwhen, syscallwhen;
+		/* how long this slice may last before its task is asked to
+		 * yield, and when sysmon may detach the P if it has not
+		 * yielded by then (0: not asked yet); preempt.h */
+		int64_t slice, detachwhen;
 	} sysmontick;
 
 	/* Dead Gs with stacks, for reuse; owner (batches move to and from
@@ -400,7 +422,9 @@ typedef struct gmp__sched {
 	volatile uint64_t nspawned_nop; /* atomic: spawns by threads with no P */
 	volatile uint32_t nthreads;     /* atomic: live runtime threads */
 	volatile uint64_t nhandoffs;    /* atomic: Ps handed to another M */
-	volatile uint64_t nretakes; /* atomic: Ps sysmon took from syscalls */
+	volatile uint64_t nretakes;  /* atomic: Ps sysmon took from syscalls */
+	volatile uint64_t ndetaches; /* atomic: Ps sysmon took from tasks that
+					ran past their slice (preempt.c) */
 
 	/* Ps: allp[0..gomaxprocs) are live; allp[gomaxprocs..nallp) are
 	 * DEAD, or retiring (still held by an M that has yet to notice the
@@ -448,6 +472,8 @@ typedef struct gmp__settings {
 	int64_t idle_thread_timeout_ns; /* 0: keep idle threads */
 	int schedtrace_ms, scheddetail, randomize, sigquit;
 	bool maxprocs_from_user; /* maxprocs was given, not detected */
+	bool preempt;            /* GMP_PREEMPT: sysmon may detach Ps */
+	bool debug;              /* GMP_DEBUG was set at all */
 } gmp__settings;
 extern gmp__settings gmp__cfg;
 

@@ -45,12 +45,15 @@
 #include <unistd.h>
 
 #include "pollfd.h"
+#include "preempt.h"
 
 /* One call in progress. */
 struct io {
 	gmp__pd *pd;
 	int fd;
 	bool task;       /* parks in the poller; brackets its syscalls */
+	gmp_g *g;        /* the task, inside the runtime (preempt.h) */
+	uint8_t was;     /* its mark before the call */
 	int saved_errno; /* the caller's, restored on return */
 	gmp__pd_op op;
 };
@@ -59,7 +62,8 @@ static int io_begin(struct io *io, int fd)
 {
 	io->saved_errno = gmp__errno_get();
 	io->fd = fd;
-	io->task = gmp__getg(NULL) != NULL; /* a task that may park */
+	io->g = gmp__enter_task(&io->was);
+	io->task = io->g != NULL; /* a task that may park */
 	io->op.seq = 0;
 	io->op.edges = 0;
 	io->op.armed = false;
@@ -75,6 +79,7 @@ static ssize_t io_end(struct io *io, ssize_t result)
 {
 	if (io->pd)
 		gmp__pd_release(io->pd);
+	gmp__leave_task(io->g, io->was);
 	gmp__errno_set(io->saved_errno);
 	return result;
 }
@@ -448,7 +453,10 @@ GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns)
 GMP_EXTERN int gmp_close(int fd)
 {
 	int saved = gmp__errno_get();
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
 	int r = gmp__pd_close(fd);
+	gmp__leave_task(g, was);
 	gmp__errno_set(saved);
 	return r;
 }

@@ -34,6 +34,7 @@
  * the same word's modification order. Plain loads of the state word are
  * relaxed: they only feed a CAS, which checks them again.
  */
+#include "preempt.h"
 #include "runq.h"
 #include "sema.h"
 
@@ -97,8 +98,13 @@ static _Noreturn void throw_inconsistent(gmp_mutex *mu, uint32_t state)
 	gmp__throw("mutex %p: inconsistent state %#x", (void *)mu, state);
 }
 
-static void lock_slow(gmp_mutex *mu)
+/* Out of line, off the uncontended path. Spinning reads the P's queue,
+ * sleeping parks and an unlock's handoff readies: inside the runtime
+ * (preempt.h). */
+static __attribute__((noinline)) void lock_slow(gmp_mutex *mu)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__mutex_words *m = gmp__mutex_words_of(mu);
 	int64_t wait_start = 0; /* when we first slept; 0: never */
 	bool starving = false;  /* we have waited over STARVATION_NS */
@@ -213,8 +219,10 @@ GMP_EXTERN bool gmp_mutex_trylock(gmp_mutex *mu)
 }
 
 /* state: the word as our add left it. */
-static void unlock_slow(gmp_mutex *mu, uint32_t state)
+static __attribute__((noinline)) void unlock_slow(gmp_mutex *mu, uint32_t state)
 {
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__mutex_words *m = gmp__mutex_words_of(mu);
 	if (!((state + LOCKED) & LOCKED))
 		gmp__throw("unlock of unlocked mutex %p", (void *)mu);

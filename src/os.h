@@ -74,4 +74,27 @@ enum gmp__madv { GMP__MADV_GUARD_INSTALL, GMP__MADV_POPULATE_WRITE };
 ssize_t gmp__madvise_self(const struct iovec *iov, size_t n,
 			  enum gmp__madv advice);
 
+/* Asymmetric barriers (preempt.c): once one returns, every thread of this
+ * process that was running when it began has executed a full memory
+ * barrier, so its earlier stores are visible to the caller and its later
+ * loads see the caller's earlier stores.
+ *
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): gmp__membarrier_init
+ * registers the process for it (once; it cannot be undone, and need not
+ * be) and returns 0, or -errno where the kernel (or an emulator, or a
+ * seccomp filter) lacks it. gmp__membarrier then issues one.
+ *
+ * The shoot-down (.NET's FlushProcessWriteBuffers): changing the
+ * protection of a page this process has touched makes the kernel flush
+ * that page's TLB entries on every CPU that runs the process, with an
+ * interrupt, and an interrupt drains the interrupted CPU's store buffer.
+ * That holds on x86-64, whose TLB shoot-downs are interrupts; arm64
+ * broadcasts TLB invalidations in hardware, interrupting nobody, so there
+ * gmp__flushwrites_init returns -ENOTSUP. 0 or -errno; one caller at a
+ * time (sysmon). */
+int gmp__membarrier_init(void);
+void gmp__membarrier(void);
+int gmp__flushwrites_init(void);
+void gmp__flushwrites(void);
+
 #endif

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -272,4 +273,72 @@ void gmp__madvise_self_pidfd_set(int fd)
 	gmp__store32_rlx(&pidfd_forced, (uint32_t)fd);
 	gmp__store32_rel(&pidfd_mode,
 			 fd == INT_MIN ? PIDFD_USE_SELF : PIDFD_USE_FORCED);
+}
+
+/* ---- asymmetric barriers (os.h) ------------------------------------------ */
+
+int gmp__membarrier_init(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (cmds < 0)
+		return -errno;
+	if (!(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+	    !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+		return -ENOSYS;
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		    0, 0) != 0)
+		return -errno;
+	/* One now, so that a kernel that registers but then refuses is
+	 * caught here rather than in sysmon. */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) !=
+	    0)
+		return -errno;
+	return 0;
+}
+
+void gmp__membarrier(void)
+{
+	/* It worked at init; it cannot start failing for a registered
+	 * process, short of a broken kernel. */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) !=
+	    0)
+		gmp__throw("membarrier failed: %s", strerror(errno));
+}
+
+/* The page whose protection the shoot-down flips; never freed (it must
+ * outlive every sysmon, and one page is nothing). */
+static volatile uint64_t *flush_page;
+
+int gmp__flushwrites_init(void)
+{
+#if defined(__x86_64__)
+	if (flush_page)
+		return 0;
+	void *p = mmap(NULL, gmp__pagesize(), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	/* Locked, so that the kernel never has to fault it in (a page not
+	 * present has no TLB entries to shoot down); failure is harmless
+	 * apart from that, and the page is dirtied before every flip. */
+	(void)mlock(p, gmp__pagesize());
+	flush_page = p;
+	return 0;
+#else
+	return -ENOTSUP;
+#endif
+}
+
+void gmp__flushwrites(void)
+{
+	size_t ps = gmp__pagesize();
+	if (mprotect((void *)flush_page, ps, PROT_READ | PROT_WRITE) != 0)
+		gmp__throw("mprotect of the barrier page failed: %s",
+			   strerror(errno));
+	/* Dirty it: a TLB entry exists on this CPU for sure, and the kernel
+	 * cannot skip the flush as it might for an untouched page. */
+	gmp__add64_full(flush_page, 1);
+	if (mprotect((void *)flush_page, ps, PROT_NONE) != 0)
+		gmp__throw("mprotect of the barrier page failed: %s",
+			   strerror(errno));
 }

@@ -27,6 +27,7 @@
 #include "internal.h"
 #include "maxprocs.h"
 #include "netpoll.h"
+#include "preempt.h"
 #include "runtime.h"
 #include "scheduler.h"
 #include "signals.h"
@@ -205,8 +206,19 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 		st->idle_thread_timeout_ns = (int64_t)(secs * 1e9 + 0.5);
 	}
 
+	st->preempt = true;
+	if ((v = env("GMP_PREEMPT"))) {
+		if (!strcmp(v, "on"))
+			st->preempt = true;
+		else if (!strcmp(v, "off"))
+			st->preempt = false;
+		else
+			return -EINVAL;
+	}
+
 	if ((v = env("GMP_DEBUG")) && parse_debug(v, st))
 		return -EINVAL;
+	st->debug = v != NULL;
 
 	/* Last, once everything has been found valid: the default reads
 	 * the affinity mask and the cgroup files. */
@@ -242,6 +254,7 @@ static int init(const gmp_config *cfg)
 	gmp__cfg = st;
 	gmp__sigmask_save();
 	gmp__stack_init();
+	gmp__preempt_init(); /* before sysmon, which detaches */
 	err = gmp__sched_start(maxprocs, max_threads);
 	/* The poller exists from the start: an idle M sleeps in it until the
 	 * next timer, so timers must never find it missing (timer.h). */
@@ -513,6 +526,7 @@ static void stats_read(gmp_stats *st)
 	}
 	st->global_runq_len = gmp__load64_rlx(&gmp__sched.runqsize);
 	st->retakes = gmp__load64_rlx(&gmp__sched.nretakes);
+	st->detaches = gmp__load64_rlx(&gmp__sched.ndetaches);
 	st->handoffs = gmp__load64_rlx(&gmp__sched.nhandoffs);
 }
 

@@ -86,6 +86,7 @@
 #include "internal.h"
 #include "mcall.h"
 #include "netpoll.h"
+#include "preempt.h"
 #include "runq.h"
 #include "scheduler.h"
 #include "sysmon.h"
@@ -180,9 +181,23 @@ int64_t gmp__tasks_live(void)
 /* Takes an idle P (sched.lock held), or NULL. */
 gmp__p *gmp__pidleget(void)
 {
-	gmp__p *p = gmp__sched.pidle;
+	return gmp__pidleget_prefer(NULL);
+}
+
+/* gmp__pidleget, taking `want` if it is idle (a detached task taking its
+ * old P back, whose caches and timers it knows). The walk is over idle
+ * Ps, at most gomaxprocs of them, on a path that is rare. */
+gmp__p *gmp__pidleget_prefer(gmp__p *want)
+{
+	gmp__p **pp = &gmp__sched.pidle;
+	if (want)
+		while (*pp && *pp != want)
+			pp = &(*pp)->link;
+	if (!*pp)
+		pp = &gmp__sched.pidle;
+	gmp__p *p = *pp;
 	if (p) {
-		gmp__sched.pidle = p->link;
+		*pp = p->link;
 		p->link = NULL;
 		gmp__add32_full(&gmp__sched.npidle, -1);
 		/* A P goes to work: sysmon must watch it again. */
@@ -850,6 +865,13 @@ top:;
 _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 {
 	gmp__p *p = m->p;
+	/* A G that is not running is inside the runtime (preempt.h): sysmon
+	 * must not take it, once it is curg, for one running its own code
+	 * while this M still uses the P below. */
+	if (GMP__DEBUG && !gmp__load8_rlx(&g->inrt))
+		gmp__throw("execute: task %lld is marked as running its own "
+			   "code",
+			   (long long)g->id);
 	/* release: sysmon reaches g through m->curg (acquire) and reads its
 	 * status; this orders g's initialisation before that. */
 	gmp__storep_rel(&m->curg, g);
@@ -859,6 +881,12 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	gmp__store32_rlx(m->preemptp, 0);
 	if (!inherit)
 		gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
+	/* A switch point that was the task's last act in the runtime: it is
+	 * back in its own code from here (preempt.h). Last of all, after the
+	 * P's last use on this M for it; release: pairs with sysmon's
+	 * acquire of the mark. */
+	if (gmp__load8_rlx(&g->inrt) == GMP__INRT_LEAVE)
+		gmp__store8_rel(&g->inrt, GMP__INRT_OWN);
 	gmp__gogo(m, g);
 }
 

@@ -56,6 +56,7 @@ gmp__p *gmp__releasep(gmp__m *m);
 /* The idle-P list (sched.lock held); gmp__pidleput retires a P beyond
  * gomaxprocs instead of listing it. */
 gmp__p *gmp__pidleget(void);
+gmp__p *gmp__pidleget_prefer(gmp__p *want);
 void gmp__pidleput(gmp__p *p);
 /* Sets the number of Ps (sched.lock held). Returns 0 or -ENOMEM. */
 int gmp__procresize(int n);

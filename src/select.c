@@ -53,6 +53,7 @@
 #include <limits.h>
 
 #include "chan.h"
+#include "preempt.h"
 #include "scheduler.h"
 #include "wait.h"
 
@@ -97,6 +98,7 @@ struct sel {
 	gmp_select_case *cases;
 	uint32_t *lockorder; /* case indices, by channel address */
 	uint32_t n;          /* cases with a channel */
+	gmp_g *self;         /* the caller, as its gmp__stay has it */
 };
 
 static gmp_chan *chan_at(const struct sel *s, uint32_t k)
@@ -225,7 +227,7 @@ static int try_cases(struct sel *s, const uint32_t *pollorder)
 				gmp__chan_recv_direct(c, sg, cs->elem);
 				gmp__waiter *w = sg->w;
 				selunlock(s);
-				gmp__waiter_wake(w);
+				gmp__waiter_wake_by(w, s->self);
 				cs->result = 0;
 				return (int)i;
 			}
@@ -251,7 +253,7 @@ static int try_cases(struct sel *s, const uint32_t *pollorder)
 				gmp__chan_send_direct(c, sg, cs->elem);
 				gmp__waiter *w = sg->w;
 				selunlock(s);
-				gmp__waiter_wake(w);
+				gmp__waiter_wake_by(w, s->self);
 				cs->result = 0;
 				return (int)i;
 			}
@@ -273,6 +275,10 @@ static gmp__waitq *queue_of(gmp_select_case *cs)
 
 GMP_EXTERN int gmp_select(gmp_select_case *cases, size_t n, int64_t timeout_ns)
 {
+	/* Inside the runtime (preempt.h): a select may ready a partner into
+	 * the caller's P, or park. */
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	if (n > INT_MAX || (n > 0 && !cases))
 		return -EINVAL;
 	uint32_t nn = 0;
@@ -322,7 +328,7 @@ GMP_EXTERN int gmp_select(gmp_select_case *cases, size_t n, int64_t timeout_ns)
 	memcpy(lockorder, pollorder, nn * sizeof *lockorder);
 	sort_by_chan(cases, lockorder, nn);
 
-	struct sel s = { cases, lockorder, nn };
+	struct sel s = { cases, lockorder, nn, stay.g };
 	sellock(&s);
 	int ret = try_cases(&s, pollorder);
 	if (ret >= 0) {
@@ -338,7 +344,7 @@ GMP_EXTERN int gmp_select(gmp_select_case *cases, size_t n, int64_t timeout_ns)
 
 	/* Pass 2: queue on every channel, in lock order, and sleep. */
 	gmp__waiter w;
-	gmp__waiter_init(&w);
+	gmp__waiter_init_as(&w, stay.g);
 	for (k = 0; k < nn; k++) {
 		gmp_select_case *cs = &cases[lockorder[k]];
 		gmp__sudog *sg = &sgs[k];

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "export_test.h"
+#include "preempt.h"
 #include "sema.h"
 #include "wait.h"
 
@@ -276,10 +277,14 @@ void gmp__semacquire(volatile uint32_t *addr, bool lifo, uint32_t reason)
 		gmp__throw("semacquire of %p on the scheduler stack (M %lld)",
 			   (void *)addr, (long long)m->id);
 
+	/* Sleeping parks a task: inside the runtime (preempt.h), entered
+	 * before any lock. */
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
 	semroot *root = root_for(addr);
 	semwaiter s;
 	for (;;) {
-		gmp__waiter_init(&s.w); /* we may be on another M each round */
+		gmp__waiter_init_as(&s.w, g); /* g's M may change each round */
 		gmp__lock(&root->lock);
 		/* full: the #StoreLoad between announcing ourselves and the
 		 * last look at the count; the partner is the full increment
@@ -291,7 +296,7 @@ void gmp__semacquire(volatile uint32_t *addr, bool lifo, uint32_t reason)
 			 * nothing, which is harmless. */
 			gmp__add32_rlx(&root->nwait, -1);
 			gmp__unlock(&root->lock);
-			return;
+			break;
 		}
 		queue(root, addr, &s, lifo);
 		/* The lock drops once we are committed to sleeping (for a
@@ -300,11 +305,15 @@ void gmp__semacquire(volatile uint32_t *addr, bool lifo, uint32_t reason)
 		 * line, so there is nothing to clean up on return. */
 		gmp__waiter_sleep(&s.w, root_unlock, root, reason, -1);
 		if (s.handoff || gmp__cansemacquire(addr))
-			return;
+			break;
 		/* Someone arriving took the count first: sleep again, at the
 		 * same end of the line as before. */
 	}
+	gmp__leave_task(g, was);
 }
+
+static void release_one(semroot *root, volatile uint32_t *addr, bool handoff,
+			gmp_g *self);
 
 void gmp__semrelease(volatile uint32_t *addr, bool handoff)
 {
@@ -315,7 +324,18 @@ void gmp__semrelease(volatile uint32_t *addr, bool handoff)
 	gmp__add32_full(addr, 1);
 	if (gmp__load32_rlx(&root->nwait) == 0)
 		return;
+	/* Waking readies a task into our P: inside the runtime (preempt.h),
+	 * entered before the lock. */
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	release_one(root, addr, handoff, g);
+	gmp__leave_task(g, was);
+}
 
+/* gmp__semrelease's slow half: wake the oldest sleeper on addr, if any. */
+static void release_one(semroot *root, volatile uint32_t *addr, bool handoff,
+			gmp_g *self)
+{
 	gmp__lock(&root->lock);
 	if (gmp__load32_rlx(&root->nwait) == 0) {
 		/* Whoever was waiting consumed the count on its own. */
@@ -339,7 +359,7 @@ void gmp__semrelease(volatile uint32_t *addr, bool handoff)
 	if (!gmp__waiter_claim(&s->w))
 		gmp__throw("semrelease: sleeper on %p timed out (no deadline)",
 			   (void *)addr);
-	gmp__waiter_wake(&s->w); /* s may be gone from here on */
+	gmp__waiter_wake_by(&s->w, self); /* s may be gone from here */
 	/* The sleeper sits in our runnext (when we are a task on a P):
 	 * yield so it runs now, in our slice. Only for a handoff: otherwise
 	 * someone else could take the count while we switch, for nothing.

@@ -26,6 +26,7 @@
  */
 #include "fiber.h"
 #include "internal.h"
+#include "preempt.h"
 #include "mcall.h"
 #include "runq.h"
 #include "scheduler.h"
@@ -56,31 +57,44 @@ static void wake_sysmon(void)
 	}
 }
 
+/* The task entering a system call, inside the runtime (preempt.h) and
+ * holding a P: a detached task takes one back first, so that the call
+ * starts as any other does. NULL outside a task, or if already in one. */
+static inline gmp_g *enter_task(uint8_t *was, const char *what)
+{
+	gmp_g *g = gmp__getg(NULL);
+	if (GMP__UNLIKELY(!g)) {
+		enter_refused(what);
+		return NULL;
+	}
+	*was = gmp__enter(g);
+	return g;
+}
+
 GMP_EXTERN void gmp_enter_syscall(void)
 {
-	gmp__m *m;
-	gmp_g *g = gmp__getg(&m);
-	gmp__p *p = g ? m->p : NULL;
-	if (GMP__UNLIKELY(!p)) {
-		enter_refused("gmp_enter_syscall");
+	uint8_t was;
+	gmp_g *g = enter_task(&was, "gmp_enter_syscall");
+	if (!g)
 		return;
-	}
+	gmp__m *m = g->m;
+	gmp__p *p = m->p;
 	m->syscalltick = p->syscalltick;
 	m->oldp = p;
 	/* release: from here sysmon may take the P; it must see oldp. */
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_SYSCALL);
 	wake_sysmon();
+	gmp__leave(g, was);
 }
 
 GMP_EXTERN void gmp_enter_syscall_block(void)
 {
-	gmp__m *m;
-	gmp_g *g = gmp__getg(&m);
-	gmp__p *p = g ? m->p : NULL;
-	if (GMP__UNLIKELY(!p)) {
-		enter_refused("gmp_enter_syscall_block");
+	uint8_t was;
+	gmp_g *g = enter_task(&was, "gmp_enter_syscall_block");
+	if (!g)
 		return;
-	}
+	gmp__m *m = g->m;
+	gmp__p *p = m->p;
 	int e = gmp__errno_get();
 	m->syscalltick = p->syscalltick;
 	gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
@@ -90,6 +104,7 @@ GMP_EXTERN void gmp_enter_syscall_block(void)
 	gmp__handoffp(gmp__releasep(m));
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_SYSCALL);
 	gmp__errno_set(e);
+	gmp__leave(g, was);
 }
 
 /* Tries to detach p from an M whose G is in a syscall: on success the G is
@@ -200,6 +215,11 @@ GMP_EXTERN void gmp_exit_syscall(void)
 	int e = gmp__errno_get(); /* the syscall's errno: keep it */
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		gmp__jitter();
+	/* In the runtime before we are RUNNING again: from the CAS on, the
+	 * P (if we still have one) is ours, and sysmon could otherwise take
+	 * it as a running task's. A task in a syscall is never detached, so
+	 * this cannot wait. */
+	uint8_t was = gmp__enter(g);
 	gmp__casgstatus(g, GMP__G_SYSCALL, GMP__G_RUNNING);
 	gmp__p *oldp = m->oldp;
 	m->oldp = NULL;
@@ -207,6 +227,7 @@ GMP_EXTERN void gmp_exit_syscall(void)
 	if (GMP__LIKELY(p != NULL)) {
 		/* Fast path: nobody took the P. */
 		gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
+		gmp__leave(g, was);
 		return;
 	}
 	p = exitsyscall_tryget(oldp);
@@ -220,8 +241,10 @@ GMP_EXTERN void gmp_exit_syscall(void)
 		 * every look while the task's slice never ends. */
 		if (GMP__UNLIKELY(gmp__load32_rlx(m->preemptp) != 0))
 			gmp__preempt_slow(); /* carries errno across */
+		gmp__leave(g, was);
 		return;
 	}
 	gmp__errno_set(e); /* gmp__mcall carries it to wherever we resume */
 	gmp__mcall(m, g, exitsyscall0);
+	gmp__leave(g, was);
 }

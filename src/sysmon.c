@@ -5,8 +5,11 @@
  *
  *  - a task whose time slice (one schedtick, runnext inheritors included)
  *    has lasted 10 ms is asked to yield: its thread's preempt flag is set
- *    (honoured at its next switch point, design.md §2) and the P's preempt flag
- *    makes schedule() deny the next runnext G the rest of the slice;
+ *    (honoured at its next switch point, design.md §2) and the P's preempt
+ *    flag makes schedule() deny the next runnext G the rest of the slice;
+ *  - if it has still not yielded 1 ms later and someone could use its P,
+ *    the P is detached from it (preempt.h, design.md §10): the task goes
+ *    on running on its own thread and the P goes to another M;
  *  - a P whose task sits in a syscall is retaken by Go's rules (retake);
  *  - if no M has polled the network for 10 ms (every P busy), it polls;
  *  - a timer overdue while its P is busy gets an idle P started to run it;
@@ -29,6 +32,7 @@
 #include "internal.h"
 #include "maxprocs.h"
 #include "netpoll.h"
+#include "preempt.h"
 #include "runq.h"
 #include "scheduler.h"
 #include "syscall.h"
@@ -36,6 +40,14 @@
 #include "thread.h"
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
+
+/* While any P runs a task, sysmon looks at least this often (µs), so that
+ * a slice is seen to begin at most this late, and so ends, and is
+ * detached, at most this much later than its 10 ms and 1 ms: a task that
+ * never yields loses its P at most 12 ms into its slice. A thousand
+ * wakeups a second while the program computes cost sysmon a few tenths
+ * of a per cent of a CPU. */
+enum { BUSY_DELAY_US = 1000, BUSY_DELAY_RANDOMIZED_US = 50 };
 
 static struct {
 	pthread_t thread;
@@ -64,15 +76,30 @@ static void preemptone(gmp__p *p)
 	gmp__storeb_rlx(&p->preempt, true);
 }
 
-/* Retakes Ps blocked in syscalls and preempts long-running tasks. Returns
- * how many Ps it retook.
+/* Whether someone could use p if its task gave it up: work queued here or
+ * globally, or nobody else to look for new work (every P held, nobody
+ * spinning). If another P idles, its M can find whatever turns up, and
+ * sysmon starts one for a timer overdue on a busy P. */
+static bool p_wanted(gmp__p *p)
+{
+	return !gmp__runq_empty(p) ||
+	       gmp__load64_rlx(&gmp__sched.runqsize) != 0 ||
+	       gmp__load32_rlx(&gmp__sched.npidle) +
+			       gmp__load32_rlx(&gmp__sched.nmspinning) ==
+		       0;
+}
+
+/* Retakes Ps blocked in syscalls and preempts long-running tasks: asks
+ * them to yield, then detaches their Ps. Returns how many Ps it took;
+ * lowers *next to the earliest time a slice it watches wants another
+ * look (a request or a detach due), and sets *busy if any P runs.
  *
  * A P beyond gomaxprocs that is still held (retiring: the count shrank
  * while its task ran or sat in a syscall) is not left to its holder's
  * good time: its task is asked to yield at once, and its syscall loses
  * the P at first sight, so that the P retires (its queue and timers go to
  * live Ps) without waiting for the task. */
-static uint32_t retake(int64_t now)
+static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 {
 	uint32_t n = 0;
 	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
@@ -83,26 +110,49 @@ static uint32_t retake(int64_t now)
 			continue;
 		__typeof__(p->sysmontick) *pd = &p->sysmontick;
 		bool sysretake = false, retiring = i >= procs;
+		*busy = true;
 
-		/* Retiring: yield now, and lose the P to a syscall now.
-		 * Else the same schedtick for 10 ms: one slice (a task,
-		 * plus any runnext heirs) has run too long. */
+		/* Retiring: yield now, and lose the P now. Else the same
+		 * schedtick for 10 ms: one slice (a task, plus any runnext
+		 * heirs) has run too long. */
 		uint32_t t = gmp__load32_rlx(&p->schedtick);
-		if (retiring) {
-			preemptone(p);
-			sysretake = true;
-		} else if (pd->schedtick != t || pd->schedwhen == 0) {
+		bool over = retiring;
+		if (pd->schedtick != t || pd->schedwhen == 0) {
 			/* a new slice (or a P never looked at: its zeroed
 			 * record must not read as a slice begun long ago) */
 			pd->schedtick = t;
 			pd->schedwhen = now;
-		} else if (pd->schedwhen + FORCE_PREEMPT_NS <= now) {
-			preemptone(p);
+			pd->slice = gmp__preempt_slice();
+			pd->detachwhen = 0;
+		} else if (pd->schedwhen + pd->slice <= now) {
+			over = true;
+		}
+		if (over) {
+			/* Randomized, the request is sometimes not made, so
+			 * that detaches (not answers) end many slices. */
+			if (GMP__LIKELY(!gmp__cfg.randomize) ||
+			    gmp__preempt_grace() & 1)
+				preemptone(p);
 			/* A task in a syscall cannot answer: take its P. The
 			 * task honours the request when it leaves the call
 			 * (gmp_exit_syscall), which ends the slice. */
 			sysretake = true;
+			/* A running task that has not answered once the
+			 * grace period has passed loses its P. */
+			if (pd->detachwhen == 0)
+				pd->detachwhen = now + gmp__preempt_grace();
+			if (pd->detachwhen <= now &&
+			    (retiring || p_wanted(p)) &&
+			    gmp__preempt_detach(p)) {
+				pd->schedwhen = 0; /* a new slice for the P */
+				n++;
+				continue;
+			}
 		}
+		int64_t want = over ? pd->detachwhen
+				    : pd->schedwhen + pd->slice;
+		if (want > now && (*next == 0 || want < *next))
+			*next = want;
 
 		gmp_g *g;
 		gmp__m *m;
@@ -161,13 +211,13 @@ static void schedtrace(int64_t now, int64_t start)
 		buf + len, sizeof buf - (size_t)len,
 		"SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%u "
 		"spinningthreads=%u needspinning=%u idlethreads=%u "
-		"runqueue=%llu [",
+		"detachedthreads=%u runqueue=%llu [",
 		(long long)((now - start) / 1000000), procs,
 		gmp__load32_rlx(&gmp__sched.npidle),
 		gmp__load32_rlx(&gmp__sched.nthreads),
 		gmp__load32_rlx(&gmp__sched.nmspinning),
 		gmp__load32_rlx(&gmp__sched.needspinning),
-		gmp__load32_rlx(&gmp__sched.nmidle),
+		gmp__load32_rlx(&gmp__sched.nmidle), gmp__detached_count(),
 		(unsigned long long)gmp__load64_rlx(&gmp__sched.runqsize));
 	for (uint32_t i = 0; i < procs && len < (int)sizeof buf - 16; i++) {
 		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
@@ -202,6 +252,10 @@ static void *sysmon_main(void *arg)
 	/* When the free lists' sweep wants its next round (g.c); 0: it has
 	 * nothing to do. */
 	int64_t sweepnext = 0;
+	/* What the last retake saw: whether any P ran, and when a slice it
+	 * watches wants another look (0: none). */
+	int64_t look = 0;
+	bool busy = false;
 
 	while (!gmp__load32_acq(&sm.stop)) {
 		if (idle == 0)
@@ -210,10 +264,21 @@ static void *sysmon_main(void *arg)
 			delay *= 2; /* double after 1 ms of nothing */
 		if (delay > 10 * 1000)
 			delay = 10 * 1000; /* up to 10 ms */
+		int64_t before = gmp__nanotime();
+		/* Watch running slices closely enough (BUSY_DELAY_US), and
+		 * look again when one is due for a request or a detach. */
+		if (busy) {
+			int64_t cap = GMP__UNLIKELY(gmp__cfg.randomize)
+					      ? BUSY_DELAY_RANDOMIZED_US
+					      : BUSY_DELAY_US;
+			if (look && (look - before) / 1000 < cap)
+				cap = (look - before) / 1000 + 1;
+			if (delay > cap)
+				delay = cap < 20 ? 20 : cap;
+		}
 		int64_t ask = delay * 1000;
 		if (delay <= 160)
 			ask -= overshoot;
-		int64_t before = gmp__nanotime();
 		if (gmp__notetsleep(&sm.stopnote, ask))
 			break;
 		int64_t now = gmp__nanotime();
@@ -280,7 +345,9 @@ static void *sysmon_main(void *arg)
 		if (next && next < now && gmp__load32_rlx(&gmp__sched.npidle))
 			gmp__startm(NULL, false, false);
 
-		if (retake(now) != 0)
+		look = 0;
+		busy = false;
+		if (retake(now, &look, &busy) != 0)
 			idle = 0;
 		else
 			idle++;

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "key.h"
 #include "mcall.h"
+#include "preempt.h"
 #include "runq.h"
 #include "runtime.h"
 #include "scheduler.h"
@@ -27,11 +28,15 @@ static struct {
 } goidgen __attribute__((aligned(GMP__CACHELINE)));
 
 /* The calling M if it may use its P's queue, and has a P: on g0 (an
- * unlock function, a timer) or in a RUNNING task (see gmp__getg). */
+ * unlock function, a timer) or in a RUNNING task inside the runtime (see
+ * gmp__getg and preempt.h). */
 static inline gmp__m *task_m(void)
 {
 	gmp__m *m;
-	gmp__getg(&m);
+	gmp_g *g = gmp__getg(&m);
+	if (GMP__DEBUG && !gmp__inrt(g))
+		gmp__throw("task %lld uses its P outside the runtime",
+			   (long long)g->id);
 	return m && m->p ? m : NULL;
 }
 
@@ -43,11 +48,14 @@ static inline __attribute__((always_inline)) void dropg(gmp__m *m)
 
 static _Noreturn void goexit1(void);
 
-/* The first frame of every task (after the trampoline). */
+/* The first frame of every task (after the trampoline). The task was in
+ * the runtime until here (newproc1 marked it, preempt.h): from this call
+ * on it runs its own code, and its P may be detached from it. */
 static void task_main(void *arg)
 {
 	gmp_g *g = arg;
 	gmp__fiber_on_task(g);
+	gmp__leave(g, 0);
 	g->fn(g->arg); /* errno starts at 0: newproc1, via execute */
 	goexit1();
 }
@@ -70,6 +78,15 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	g->saved_errno = 0;
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
+	/* Not running yet, so inside the runtime (preempt.h), as every G
+	 * that is not running is: a new one since malg, a dead one since its
+	 * goexit1 entered for good. (Its detach word is NONE, but for a
+	 * moment of a claim sysmon made on the task it was: sysmon backs off
+	 * or, if this task already runs its own code, detaches it, safely
+	 * either way.) */
+	if (GMP__DEBUG && gmp__load8_rlx(&g->inrt) != GMP__INRT_IN)
+		gmp__throw("newproc1: task %lld is not inside the runtime",
+			   (long long)g->id);
 	/* relaxed: the id orders spawns and publishes nothing. Coherence
 	 * is enough for design.md §2's "increase": all fetch-adds on goidgen
 	 * form one modification order, which agrees with happens-before,
@@ -108,18 +125,26 @@ GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 {
 	if (!fn)
 		return -EINVAL;
-	gmp__m *m = task_m();
+	gmp__m *m;
+	gmp_g *self = gmp__getg(&m);
 	if (!m)
 		return go_nop(fn, arg);
+	uint8_t was = self ? gmp__enter(self) : 0;
+	if (self)
+		m = self->m; /* a detached task's M has a P again */
 	gmp__p *p = m->p;
+	int64_t id = -ENOMEM;
 	gmp_g *g = newproc1(p, fn, arg);
-	if (!g)
-		return -ENOMEM;
-	int64_t id = g->id;
-	/* runnext: the new task runs next here (Go's newproc). The full CAS
-	 * inside is the #StoreLoad that wakep's check relies on. */
-	gmp__runq_put(p, g, true);
-	gmp__wakep();
+	if (g) {
+		id = g->id;
+		/* runnext: the new task runs next here (Go's newproc). The
+		 * full CAS inside is the #StoreLoad that wakep's check relies
+		 * on. */
+		gmp__runq_put(p, g, true);
+		gmp__wakep();
+	}
+	if (self)
+		gmp__leave(self, was);
 	return id;
 }
 
@@ -139,11 +164,13 @@ static void gosched_m(gmp_g *g)
 
 GMP_EXTERN void gmp_yield(void)
 {
-	gmp__m *m;
-	gmp_g *g = gmp__getg(&m);
-	if (!g || !m->p)
+	gmp_g *g = gmp__getg(NULL);
+	if (!g)
 		return;
-	gmp__mcall(m, g, gosched_m);
+	/* Nothing follows the switch: leave when resumed (preempt.h), and
+	 * keep the tail call (gmp__mcall). */
+	gmp__leave_on_resume(g, gmp__enter(g));
+	gmp__mcall(g->m, g, gosched_m);
 }
 
 /* The slice is over (sysmon said so): like a yield, but to the tail of the
@@ -167,11 +194,11 @@ static void gopreempt_m(gmp_g *g)
  * flagged the slice. */
 void gmp__preempt_slow(void)
 {
-	gmp__m *m;
-	gmp_g *g = gmp__getg(&m);
-	if (!g || !m->p)
+	gmp_g *g = gmp__getg(NULL);
+	if (!g)
 		return;
-	gmp__mcall(m, g, gopreempt_m);
+	gmp__leave_on_resume(g, gmp__enter(g));
+	gmp__mcall(g->m, g, gopreempt_m);
 }
 
 /* ---- parking and readying ------------------------------------------------- */
@@ -222,7 +249,13 @@ void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason)
 
 GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 {
-	gmp__park(unlockf, lock, GMP__WAIT_PARK);
+	gmp__m *m = gmp__getm();
+	gmp_g *g = m ? m->curg : NULL;
+	if (!g)
+		gmp__throw("gmp_park called outside a task");
+	uint8_t was = gmp__enter(g);
+	gmp__leave_on_resume(g, was);
+	gmp__park_g(g, unlockf, lock, GMP__WAIT_PARK);
 }
 
 /* ready_queue from a thread without a P. Once g is queued it may run and
@@ -245,10 +278,11 @@ static __attribute__((noinline)) void ready_global(gmp_g *g)
 
 /* Queues a G that just became runnable: into the caller's P (runnext when
  * `next`), or the global queue from a thread without one; then wakes a P
- * if one idles. */
-static inline void ready_queue(gmp_g *g, bool next)
+ * if one idles. self: the caller, if it is the running task inside the
+ * runtime (its M holds the P then), else NULL to find out. */
+static inline void ready_queue(gmp_g *g, bool next, gmp_g *self)
 {
-	gmp__m *m = task_m();
+	gmp__m *m = self ? self->m : task_m();
 	if (!m) {
 		ready_global(g);
 		return;
@@ -271,20 +305,28 @@ void gmp__ready(gmp_g *g, bool next)
 	if (seen != GMP__G_WAITING)
 		gmp__throw("gmp_ready: task %lld is %s, not waiting",
 			   (long long)g->id, gmp__gstatus_name(seen));
-	ready_queue(g, next);
+	ready_queue(g, next, NULL);
 }
 
 /* gmp__ready for a waker that owns the wakeup exclusively (it claimed a
  * waiter, so no second waker can exist): the status needs no CAS, one
  * atomic fewer per hand-off. */
-void gmp__ready_claimed(gmp_g *g, bool next)
+void gmp__ready_claimed_by(gmp_g *g, bool next, gmp_g *self)
 {
 	uint32_t cur = gmp__load32_rlx(&g->status);
 	if (GMP__UNLIKELY(cur != GMP__G_WAITING))
 		gmp__gstatus_bad(g, cur, GMP__G_WAITING, GMP__G_RUNNABLE);
 	gmp__store32_rel(&g->status, GMP__G_RUNNABLE); /* publishes to the
 							  M that runs g */
-	ready_queue(g, next);
+	if (GMP__DEBUG && !gmp__inrt(self))
+		gmp__throw("task %lld uses its P outside the runtime",
+			   (long long)self->id);
+	ready_queue(g, next, self);
+}
+
+void gmp__ready_claimed(gmp_g *g, bool next)
+{
+	gmp__ready_claimed_by(g, next, NULL);
 }
 
 GMP_EXTERN void gmp_ready(gmp_g *g)
@@ -296,7 +338,11 @@ GMP_EXTERN void gmp_ready(gmp_g *g)
 		gmp__throw("gmp_ready of task %p while the runtime is not "
 			   "running (a task from before gmp_shutdown?)",
 			   (void *)g);
+	gmp_g *self = gmp__getg(NULL);
+	uint8_t was = self ? gmp__enter(self) : 0;
 	gmp__ready(g, true);
+	if (self)
+		gmp__leave(self, was);
 }
 
 /* ---- ending --------------------------------------------------------------- */
@@ -341,10 +387,15 @@ static void goexit1(void)
 			   "there it is a plain thread, which must exec or "
 			   "_exit");
 	gmp_g *g = m->curg;
-	if (g->nkeys) {
+	/* The destructors are the task's own code, run as such (the task
+	 * came here from its own code: its function returned, or it called
+	 * gmp_exit). */
+	if (g->nkeys)
 		gmp__keys_destroy(g);
-		m = gmp__getm(); /* destructors may have switched threads */
-	}
+	/* For good: goexit0 gives the P what the task leaves. */
+	gmp__enter(g);
+	m = g->m; /* destructors may have switched threads; a detached
+		     task's M has a P again */
 	gmp__fiber_to_g0(m, g, true);
 	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)goexit0,
 		       g);

@@ -14,6 +14,9 @@ void gmp__ready(gmp_g *g, bool next);
 /* gmp__ready for a waker that owns the wakeup exclusively (it claimed a
  * waiter): no CAS on the status. */
 void gmp__ready_claimed(gmp_g *g, bool next);
+/* The same, by a waker that is self, the running task inside the runtime
+ * (preempt.h), or NULL for "find out": it readies into self's P. */
+void gmp__ready_claimed_by(gmp_g *g, bool next, gmp_g *self);
 
 /* gmp_park with a wait reason for dumps; gmp__park_g for a caller that
  * knows g is the task running here. A switch point; from a task only. */

@@ -22,6 +22,7 @@
 
 #include "fiber.h"
 #include "internal.h"
+#include "preempt.h"
 #include "runtime.h"
 #include "scheduler.h"
 #include "signals.h"
@@ -312,9 +313,15 @@ GMP_EXTERN void gmp_lock_os_thread(void)
 	if (!g)
 		return;
 	/* Start the template thread now, while this thread is still in a
-	 * known-good state. */
-	if (!gmp__loadb_rlx(&tmpl.running))
+	 * known-good state. Runtime work, which may wait out EAGAIN for a
+	 * while: inside the runtime (preempt.h), so that sysmon does not take
+	 * it for the task's own code running past its slice. */
+	if (!gmp__loadb_rlx(&tmpl.running)) {
+		uint8_t was;
+		gmp_g *self = gmp__enter_task(&was);
 		start_template_thread();
+		gmp__leave_task(self, was);
+	}
 	m = gmp__getm(); /* starting it cannot switch, but stay exact */
 	if (++m->locked_ext == 0)
 		gmp__throw("gmp_lock_os_thread: nesting overflow");

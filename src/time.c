@@ -1,5 +1,6 @@
 /* gmp_sleep and gmp_nanotime (design.md §8). */
 #include "internal.h"
+#include "preempt.h"
 #include "wait.h"
 
 GMP_EXTERN int64_t gmp_nanotime(void)
@@ -19,6 +20,9 @@ GMP_EXTERN void gmp_sleep(int64_t ns)
 		return;
 	}
 	int64_t deadline = gmp__nanotime() + ns;
+	/* parks with a timer on the P: inside the runtime (preempt.h) */
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
 	gmp__waiter w;
 	gmp__waiter_init(&w);
 	/* Nobody wakes this waiter: only its deadline ends the sleep. A task

@@ -26,13 +26,18 @@ bool gmp__waiter_claim(gmp__waiter *w)
 
 void gmp__waiter_wake(gmp__waiter *w)
 {
+	gmp__waiter_wake_by(w, NULL);
+}
+
+void gmp__waiter_wake_by(gmp__waiter *w, gmp_g *self)
+{
 	gmp_g *g = w->g;
 	if (g) {
 		/* The task cannot run before gmp__ready, so the order of the
 		 * store and the ready does not matter to it; release still
 		 * orders the hand-off before the state for the sleeper. */
 		gmp__store32_rel(&w->state, GMP__WAIT_WOKEN);
-		gmp__ready_claimed(g, true); /* we are its only waker */
+		gmp__ready_claimed_by(g, true, self); /* its only waker */
 		return;
 	}
 	/* A thread: after the store it may return and free w, so take the
@@ -43,12 +48,16 @@ void gmp__waiter_wake(gmp__waiter *w)
 	gmp__futex_wake(addr, INT_MAX);
 }
 
-/* The deadline of a task waiter passed. */
+/* The deadline of a task waiter passed. The task runs next on the P
+ * that ran the timer (runnext), as Go's timers ready theirs: its wait is
+ * over now, and behind the queue it could wait a slice per task queued
+ * there (the queue of a P that sysmon just took from a task that ran past
+ * its slice is often all such tasks). */
 static void waiter_timeout(gmp__timer *t)
 {
 	gmp__waiter *w = t->arg;
 	if (gmp__cas32_acq(&w->state, GMP__WAIT_PENDING, GMP__WAIT_TIMEDOUT))
-		gmp__ready_claimed(w->g, false);
+		gmp__ready_claimed(w->g, true);
 }
 
 struct park_args {

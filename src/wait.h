@@ -56,14 +56,12 @@ enum {
 	GMP__WAIT_TIMEDOUT = 2, /* the deadline claimed it first */
 };
 
-/* Records the caller (task or thread); resets the other fields. Inline: it
- * is on every blocking path, and callers overwrite some fields at once. */
-static inline void gmp__waiter_init(gmp__waiter *w)
+/* gmp__waiter_init for a caller that knows who it is: self is what
+ * gmp__getg(NULL) returns for it (the running task inside the runtime, as
+ * a gmp__stay has it, or NULL). Saves the thread-local lookup. */
+static inline void gmp__waiter_init_as(gmp__waiter *w, gmp_g *self)
 {
-	/* A task inside a gmp_enter_syscall window must not park (its P may
-	 * be gone): gmp__getg says NULL, and it blocks like a foreign
-	 * thread. */
-	w->g = gmp__getg(NULL);
+	w->g = self;
 	w->state = GMP__WAIT_PENDING;
 	w->woken = false;
 	w->result = 0;
@@ -74,6 +72,15 @@ static inline void gmp__waiter_init(gmp__waiter *w)
 	w->aux = NULL;
 	w->timer.p = NULL;
 	w->timer.state = 0;
+}
+
+/* Records the caller (task or thread); resets the other fields. Inline: it
+ * is on every blocking path, and callers overwrite some fields at once. A
+ * task inside a gmp_enter_syscall window must not park (its P may be
+ * gone): gmp__getg says NULL, and it blocks like a foreign thread. */
+static inline void gmp__waiter_init(gmp__waiter *w)
+{
+	gmp__waiter_init_as(w, gmp__getg(NULL));
 }
 
 /* The two halves of gmp__waiter_sleep (wait.c): a task with no deadline,
@@ -107,5 +114,10 @@ bool gmp__waiter_claim(gmp__waiter *w);
  * without gmp__waiter_claim: the state goes from PENDING to WOKEN directly.
  * Channels use this to save an atomic per hand-off. */
 void gmp__waiter_wake(gmp__waiter *w);
+
+/* gmp__waiter_wake by a waker that knows who it is (self as for
+ * gmp__waiter_init_as): a task sleeper goes into self's P without the
+ * thread-local lookup. */
+void gmp__waiter_wake_by(gmp__waiter *w, gmp_g *self);
 
 #endif

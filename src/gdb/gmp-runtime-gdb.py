@@ -156,6 +156,23 @@ def _g_status(g):
     return int(g["status"]) & ~_G_SCAN
 
 
+# src/preempt.h: g->detach when sysmon has taken the task's P while the
+# task runs its own code on its own thread.
+_DETACHED = 3
+
+
+def _detached(g):
+    """Whether g runs without a P, detached by sysmon (design.md §10)."""
+    try:
+        return _g_status(g) == _G_RUNNING and int(g["detach"]) == _DETACHED
+    except gdb.error:  # a libgmp from before preemption
+        return False
+
+
+def _state(g):
+    return "detached" if _detached(g) else _status_name(_g_status(g))
+
+
 def _m_id(m):
     return int(m["id"]) if _ptr(m) != 0 else None
 
@@ -201,7 +218,7 @@ runs on or last ran on (with "last"), and its entry function."""
                 else:
                     m = "-"
                 entry = _func_name(_ptr(g["fn"]))
-                rows.append((int(g["id"]), _status_name(st), reason or "-", m, entry))
+                rows.append((int(g["id"]), _state(g), reason or "-", m, entry))
             rows.sort()
             gdb.write("%6s  %-9s %-18s %-9s %s\n" % ("Id", "State", "Wait reason", "M", "Entry"))
             for r in rows:
@@ -323,8 +340,9 @@ def _bt_running(g, limit):
     if t is None:
         raise _Error("gmp: task %d runs on M%d (tid %d), which gdb does not list"
                      % (int(g["id"]), _m_id(m), tid))
-    gdb.write("task %d is %s on M%d, thread %d (LWP %d):\n"
-              % (int(g["id"]), _status_name(_g_status(g)), _m_id(m), t.num, tid))
+    gdb.write("task %d is %s on M%d, thread %d (LWP %d)%s:\n"
+              % (int(g["id"]), _status_name(_g_status(g)), _m_id(m), t.num, tid,
+                 ", detached from its P" if _detached(g) else ""))
     old = gdb.selected_thread()
     try:
         t.switch()
@@ -474,9 +492,10 @@ its thread, P and what it does."""
         g = m["curg"]
         if _ptr(g) != 0:
             st = _g_status(g)
-            return "%s task %d (%s)" % (
+            return "%s task %d (%s)%s" % (
                 "in a syscall with" if st == _G_SYSCALL else "running",
-                int(g["id"]), _func_name(_ptr(g["fn"])))
+                int(g["id"]), _func_name(_ptr(g["fn"])),
+                ", detached from its P" if _detached(g) else "")
         if bool(m["spinning"]):
             return "spinning (looking for work)"
         if bool(m["idle"]):

@@ -6,6 +6,10 @@
  *   wg_waiter      parks in gmp_wg_wait
  *   spinner        runs (on an M of its own) until told to stop
  *
+ * With the argument "detached": one P, the chan_waiter, and the spinner,
+ * which then holds the only P past its slice, so that sysmon detaches the
+ * P from it (design.md §10); the stop comes once it has.
+ *
  * Run by itself it finishes cleanly: after the checkpoint main releases
  * every task and shuts the runtime down. Built with -g, as the extension
  * needs debug information.
@@ -13,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <gmp.h>
@@ -77,8 +82,47 @@ __attribute__((noinline)) void gdb_checkpoint(void)
 	__asm__ volatile("" ::: "memory");
 }
 
-int main(void)
+static void nap(void)
 {
+	struct timespec ts = { 0, 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+static int detached_main(void)
+{
+	gmp_config cfg = { .maxprocs = 1 };
+	if (gmp_init(&cfg) != 0)
+		return 1;
+	chan = gmp_chan_new(sizeof(int), 0);
+	id_chan_waiter = gmp_go(chan_waiter, NULL);
+	id_spinner = gmp_go(spinner, NULL);
+	for (int i = 0;; i++) {
+		gmp_stats st;
+		gmp_stats_read(&st);
+		if (st.tasks_waiting == 1 && st.detaches >= 1 &&
+		    atomic_load(&spinning))
+			break;
+		if (i == 20000) {
+			fprintf(stderr, "gdb_tasks: the spinner was never "
+					"detached\n");
+			return 1;
+		}
+		nap();
+	}
+	gdb_checkpoint();
+
+	gmp_chan_close(chan);
+	atomic_store(&stop_spinning, 1);
+	gmp_shutdown();
+	gmp_chan_free(chan);
+	printf("gdb_tasks: done\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "detached"))
+		return detached_main();
 	gmp_config cfg = { .maxprocs = 2 };
 	if (gmp_init(&cfg) != 0)
 		return 1;
