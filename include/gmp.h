@@ -499,6 +499,24 @@ GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr, socklen_t len);
  * (-EBADF for a bad or gmp_close()d descriptor). timeout_ns < 0 waits
  * forever. */
 GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns);
+/* The directions of gmp_set_deadline, a bit mask. */
+enum { GMP_READ = 1, GMP_WRITE = 2 };
+/* Sets an absolute deadline, on gmp_nanotime's clock, for the calls on fd
+ * in the directions of how (Go's SetReadDeadline/SetWriteDeadline):
+ * GMP_READ covers gmp_read, gmp_readv, gmp_recvfrom, gmp_recvmsg and
+ * gmp_accept; GMP_WRITE gmp_write, gmp_writev, gmp_sendto, gmp_sendmsg and
+ * gmp_connect. A call that would wait past it returns -ETIMEDOUT, never
+ * before it; data already there is still returned, even when the deadline
+ * has passed; a gmp_write or gmp_writev stopped by it after some bytes
+ * returns that count. It holds until changed and applies to calls already
+ * waiting, tasks and threads alike (a later or cleared deadline lets them
+ * wait on). 0 clears it; a past or negative one fails every call that
+ * would wait; gmp_close clears both. It bounds waits in the poller and in
+ * poll(2), not a blocking descriptor's system call (as Go's). Costs no
+ * system call (but one fcntl the first time the runtime sees fd). Returns
+ * 0, -EINVAL if how is 0 or has other bits, -EBADF for a bad or
+ * gmp_close()d descriptor. Any thread; not a switch point. */
+GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns);
 /* Closes fd, first waking every task and thread waiting on it in these
  * calls with -EBADF; calls made after it has begun get -EBADF. On a
  * non-blocking descriptor the number is closed once the calls in flight

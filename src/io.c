@@ -108,7 +108,7 @@ static int io_wait(struct io *io, int mode)
 	if (io->task)
 		return gmp__pd_wait(io->pd, mode, &io->op);
 	int r = gmp__pd_wait_thread(
-		io->pd, mode == GMP__PD_READ ? POLLIN : POLLOUT, -1);
+		io->pd, mode == GMP__PD_READ ? POLLIN : POLLOUT, -1, mode);
 	return r < 0 ? r : 0;
 }
 
@@ -176,8 +176,10 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 		    gmp__pd_kind(io.pd) == GMP__PD_KIND_STREAM;
 	for (;;) {
 		ssize_t r;
+		bool skipped = false;
 		if (skip && gmp__pd_drained(io.pd, &io.op)) {
 			r = -EAGAIN; /* what the read would say */
+			skipped = true;
 		} else {
 			r = sys_read(&io, buf, n);
 			if (r > 0 && (size_t)r < n && io.task)
@@ -188,7 +190,10 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 			continue;
 		if (r != -EAGAIN)
 			return io_end(&io, r);
-		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
+		if ((err = io_wait(&io, GMP__PD_READ)) == -ETIMEDOUT && skipped)
+			continue; /* data the poller has not reported yet is
+				     still returned: read once for real */
+		if (err)
 			return io_end(&io, err);
 	}
 }
@@ -433,8 +438,36 @@ GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns)
 	else if (io.task)
 		r = gmp__pd_poll_task(io.pd, events, deadline);
 	else
-		r = gmp__pd_wait_thread(io.pd, events, deadline);
+		r = gmp__pd_wait_thread(io.pd, events, deadline, -1);
 	return (int)io_end(&io, r);
+}
+
+/* ---- gmp_set_deadline ---------------------------------------------------------- */
+
+/* Go's SetReadDeadline/SetWriteDeadline (design.md §11): stores the
+ * deadline in the descriptor (no system call) and sends the calls already
+ * waiting in those directions to look at it; the per-P timer that ends a
+ * task's wait is armed by the waiting task itself (pollfd.c). Inside the
+ * runtime bracket, since waking a parked task uses the caller's P; not a
+ * switch point. */
+GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns)
+{
+	if (how == 0 || (how & ~(GMP_READ | GMP_WRITE)))
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	int saved = gmp__errno_get();
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	int err = 0;
+	gmp__pd *pd = gmp__pd_acquire(fd, &err);
+	if (pd) {
+		err = gmp__pd_set_deadline(pd, how, deadline_ns);
+		gmp__pd_release(pd);
+	}
+	gmp__leave_task(g, was);
+	gmp__errno_set(saved);
+	return err;
 }
 
 /* ---- gmp_close ---------------------------------------------------------------- */
