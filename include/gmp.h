@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define GMP_VERSION_MAJOR 0
 #define GMP_VERSION_MINOR 1
@@ -486,6 +487,32 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n);
  * after some bytes, returns that count, else -errno. Never raises SIGPIPE
  * on a socket: a closed peer is -EPIPE. */
 GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n);
+/* readv(2): 0 vectors returns 0, a negative count -EINVAL. */
+GMP_EXTERN ssize_t gmp_readv(int fd, const struct iovec *iov, int n);
+/* writev(2) of every byte, as gmp_write: a short write goes on with the
+ * rest (from a copy: iov is never modified), parking as needed; if an
+ * error stops it after some bytes, returns that count. -EINVAL for a
+ * negative count, more than IOV_MAX vectors or a total past SSIZE_MAX.
+ * Never raises SIGPIPE. */
+GMP_EXTERN ssize_t gmp_writev(int fd, const struct iovec *iov, int n);
+/* recvfrom(2); *len is in-out as there. One datagram per call. */
+GMP_EXTERN ssize_t gmp_recvfrom(int fd, void *buf, size_t n, int flags,
+				struct sockaddr *addr, socklen_t *len);
+/* sendto(2) with MSG_NOSIGNAL always: a datagram goes whole or not at all
+ * (-EMSGSIZE when too large); on a stream every byte is sent, as by
+ * gmp_write. */
+GMP_EXTERN ssize_t gmp_sendto(int fd, const void *buf, size_t n, int flags,
+			      const struct sockaddr *addr, socklen_t len);
+/* recvmsg(2), control data (SCM_RIGHTS...) included; msg_namelen and
+ * msg_controllen are in-out as there. */
+GMP_EXTERN ssize_t gmp_recvmsg(int fd, struct msghdr *msg, int flags);
+/* sendmsg(2) with MSG_NOSIGNAL always. A datagram goes whole; on a stream
+ * every byte is sent, as by gmp_writev, the control data with the first
+ * bytes only. msg and its vectors are never modified.
+ *
+ * For these four, MSG_DONTWAIT in flags means what it means to the kernel:
+ * the call returns -EAGAIN instead of waiting. */
+GMP_EXTERN ssize_t gmp_sendmsg(int fd, const struct msghdr *msg, int flags);
 /* Accepts a connection. The new descriptor inherits the listener's
  * O_NONBLOCK (accepted from a non-blocking listener, its calls park tasks
  * in the poller, as Go's do); it is not close-on-exec, as with accept(2).
