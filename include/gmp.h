@@ -540,7 +540,8 @@ enum { GMP_READ = 1, GMP_WRITE = 2 };
  * wait on). 0 clears it; a past or negative one fails every call that
  * would wait; gmp_close clears both. It bounds waits in the poller and in
  * poll(2), not a blocking descriptor's system call (as Go's). Costs no
- * system call (but one fcntl the first time the runtime sees fd). Returns
+ * system call (but one fcntl the first time the runtime sees fd, and an
+ * eventfd write to tell threads already waiting in poll(2)). Returns
  * 0, -EINVAL if how is 0 or has other bits, -EBADF for a bad or
  * gmp_close()d descriptor. Any thread; not a switch point. */
 GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns);

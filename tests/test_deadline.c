@@ -34,15 +34,25 @@ static int listen_loopback(uint16_t *port, int backlog)
 	return fd;
 }
 
-/* Whether thread tid is blocked in ppoll(2) now (/proc's view of it). */
+/* Whether thread tid is blocked in ppoll(2) now (/proc's view of it: the
+ * kernel function it sleeps in, which qemu-user passes through as the
+ * host's, or else its system call number). */
 static bool in_ppoll(pid_t tid)
 {
 	char path[64], buf[128];
-	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	snprintf(path, sizeof path, "/proc/self/task/%d/wchan", (int)tid);
 	FILE *f = fopen(path, "r");
-	if (!f)
+	bool r = false;
+	if (f) {
+		r = fgets(buf, sizeof buf, f) && strstr(buf, "poll");
+		fclose(f);
+	}
+	if (r)
+		return true;
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	if (!(f = fopen(path, "r")))
 		return false;
-	bool r = fgets(buf, sizeof buf, f) && atol(buf) == SYS_ppoll;
+	r = fgets(buf, sizeof buf, f) && atol(buf) == SYS_ppoll;
 	fclose(f);
 	return r;
 }
