@@ -85,9 +85,10 @@ static void list_remove(gmp__cond_words *c, gmp__waiter *w)
 		c->tail = w->prev;
 	w->next = w->prev = NULL;
 	w->c = NULL; /* off the list: the waiter need not look for itself */
-	/* relaxed: under the lock, whose release publishes it to the next
+	/* Written only under the lock: a plain increment, no
+	 * read-modify-write. The lock's release publishes it to the next
 	 * holder; the lock-free readers only decide whether to take it. */
-	gmp__add32_rlx(&c->notify, 1);
+	gmp__store32_rlx(&c->notify, gmp__load32_rlx(&c->notify) + 1);
 }
 
 static int cond_wait(gmp_cond *cv, gmp_mutex *mu, int64_t deadline)
@@ -104,11 +105,13 @@ static int cond_wait(gmp_cond *cv, gmp_mutex *mu, int64_t deadline)
 			   (void *)cv, (void *)mu);
 	gmp__waiter w;
 	gmp__waiter_init_as(&w, stay.g);
-	w.c = c; /* on the list */
+	w.c = c;                          /* on the list */
+	w.aux = deadline >= 0 ? c : NULL; /* claimable by a deadline */
 	gmp__lock(&c->lock);
-	/* relaxed: under the list lock, and published to signallers that
-	 * hold mu by mu's unlock, which follows it. */
-	w.ticket = gmp__add32_rlx(&c->wait, 1);
+	/* Written only under the list lock (as notify); published to
+	 * signallers that hold mu by mu's unlock, which follows it. */
+	w.ticket = gmp__load32_rlx(&c->wait);
+	gmp__store32_rlx(&c->wait, (uint32_t)w.ticket + 1);
 	list_push(c, &w);
 	struct cond_park a = { &c->lock, mu };
 	gmp__waiter_sleep(&w, cond_unlock, &a, GMP__WAIT_COND, deadline);
@@ -156,7 +159,9 @@ static __attribute__((noinline)) void notify_slow(gmp__cond_words *c, bool all)
 	gmp__waiter *w;
 	while ((w = c->head) != NULL) {
 		list_remove(c, w);
-		if (!gmp__waiter_claim(w))
+		/* A waiter with no deadline has no other waker than the one
+		 * that takes it off the list: it needs no claim (wait.h). */
+		if (w->aux && !gmp__waiter_claim(w))
 			continue; /* its deadline won: it only leaves */
 		/* Claimed: it cannot return until we wake it, so it may wait
 		 * for that on our local chain, after the lock drops. */

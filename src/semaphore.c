@@ -116,7 +116,8 @@ static __attribute__((noinline)) int acquire_slow(gmp_sem *sem,
 	}
 	gmp__waiter w;
 	gmp__waiter_init_as(&w, stay.g);
-	w.c = s; /* queued */
+	w.c = s;                          /* queued */
+	w.aux = deadline >= 0 ? s : NULL; /* claimable by a deadline */
 	queue_push(s, &w);
 	gmp__waiter_sleep(&w, sem_unlock, &s->lock, GMP__WAIT_SEM, deadline);
 	if (w.woken)
@@ -171,7 +172,9 @@ static __attribute__((noinline)) void release_slow(gmp_sem *sem)
 	gmp__waiter *w;
 	while ((w = s->head) != NULL) {
 		queue_remove(s, w);
-		if (gmp__waiter_claim(w)) {
+		/* Without a deadline its only waker is whoever dequeues it:
+		 * no claim needed (wait.h). */
+		if (!w->aux || gmp__waiter_claim(w)) {
 			gmp__unlock(&s->lock);
 			gmp__waiter_wake_by(w, stay.g);
 			return;
