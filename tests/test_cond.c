@@ -270,6 +270,63 @@ static void test_cond_timed_out_waiter_does_not_eat_signal(void **s)
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
+/* The race itself: a signal takes off the list a waiter whose deadline has
+ * already claimed it, but which has not yet come back to remove itself.
+ * The test holds the list lock so that both the signaller and the timed-
+ * out waiter queue on it, the signaller first; the signal must then pass
+ * over the timed-out waiter to the next one. */
+static void *race_a_thread(void *arg)
+{
+	(void)arg;
+	gmp_mutex_lock(&eat_mu);
+	atomic_store(&eat_a_result,
+		     gmp_cond_timedwait(&eat_cv, &eat_mu,
+					gmp_nanotime() + 30 * MS));
+	gmp_mutex_unlock(&eat_mu);
+	return NULL;
+}
+
+static atomic_int race_signalled;
+
+static void *race_signal_thread(void *arg)
+{
+	(void)arg;
+	gmp_cond_signal(&eat_cv);
+	atomic_store(&race_signalled, 1);
+	return NULL;
+}
+
+static void test_cond_signal_skips_waiter_whose_deadline_won(void **s)
+{
+	(void)s;
+	tu_init(2);
+	gmp__cond_words *w = gmp__cond_words_of(&eat_cv);
+	atomic_store(&eat_a_result, 1);
+	atomic_store(&eat_b_result, 1);
+	pthread_t a, sig;
+	assert_int_equal(pthread_create(&a, NULL, race_a_thread, NULL), 0);
+	TU_WAIT_FOR(cond_waiters(&eat_cv) == 1);
+	assert_true(gmp_go(eat_b_task, NULL) > 0);
+	TU_WAIT_FOR(cond_waiters(&eat_cv) == 2);
+	gmp__lock(&w->lock);
+	assert_int_equal(pthread_create(&sig, NULL, race_signal_thread, NULL),
+			 0);
+	TU_WAIT_FOR(gmp__load32_rlx(&w->lock.key) == GMP__SLEEPING);
+	/* A's deadline passes and it queues on the lock behind the signal:
+	 * nothing observable marks the moment, so give it ample time. */
+	tu_sleep(150 * MS);
+	assert_int_equal(atomic_load(&eat_a_result), 1); /* still inside */
+	gmp__unlock(&w->lock);
+	pthread_join(sig, NULL);
+	pthread_join(a, NULL);
+	assert_int_equal(atomic_load(&eat_a_result), -ETIMEDOUT);
+	/* The signal went on to B. */
+	assert_int_equal(cond_waiters(&eat_cv), 0);
+	TU_WAIT_FOR(atomic_load(&eat_b_result) != 1);
+	assert_int_equal(atomic_load(&eat_b_result), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 /* ---- threads, no runtime ------------------------------------------------------------ */
 
 static gmp_mutex nr_mu = GMP_MUTEX_INIT;
@@ -414,5 +471,6 @@ GMP_TEST_MAIN(cmocka_unit_test(test_cond_signal_wakes_one_fifo),
 	      cmocka_unit_test(test_cond_broadcast_wakes_all),
 	      cmocka_unit_test(test_cond_timedwait_times_out_holding_mutex),
 	      cmocka_unit_test(test_cond_timed_out_waiter_does_not_eat_signal),
+	      cmocka_unit_test(test_cond_signal_skips_waiter_whose_deadline_won),
 	      cmocka_unit_test(test_cond_threads_without_runtime),
 	      cmocka_unit_test(test_cond_stress_randomized))

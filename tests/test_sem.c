@@ -255,6 +255,50 @@ static void test_sem_timed_waiter_leaves_queue(void **s)
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
+/* The race itself: a release takes off the queue a waiter whose deadline
+ * has claimed it but which has not yet come back to leave. The test holds
+ * the queue lock so that the releaser and the timed-out waiter both queue
+ * on it, the releaser first; the unit must go on to the next waiter. */
+static atomic_int race_released;
+
+static void *race_release_thread(void *arg)
+{
+	(void)arg;
+	gmp_sem_release(&dl_sem);
+	atomic_store(&race_released, 1);
+	return NULL;
+}
+
+static void test_sem_release_skips_waiter_whose_deadline_won(void **s)
+{
+	(void)s;
+	tu_init(2);
+	gmp__sem_words *w = gmp__sem_words_of(&dl_sem);
+	atomic_store(&dl_a, 1);
+	atomic_store(&dl_b, 1);
+	pthread_t a, rel;
+	assert_int_equal(pthread_create(&a, NULL, dl_a_thread, NULL), 0);
+	TU_WAIT_FOR(sem_state(&dl_sem) == -1);
+	assert_true(gmp_go(dl_b_task, NULL) > 0);
+	TU_WAIT_FOR(sem_state(&dl_sem) == -2);
+	gmp__lock(&w->lock);
+	assert_int_equal(pthread_create(&rel, NULL, race_release_thread, NULL),
+			 0);
+	TU_WAIT_FOR(gmp__load32_rlx(&w->lock.key) == GMP__SLEEPING);
+	/* A's deadline (30 ms) passes and it queues on the lock behind the
+	 * releaser: nothing observable marks the moment, so give it time. */
+	tu_sleep(150 * MS);
+	assert_int_equal(atomic_load(&dl_a), 1); /* still inside */
+	gmp__unlock(&w->lock);
+	pthread_join(rel, NULL);
+	pthread_join(a, NULL);
+	assert_int_equal(atomic_load(&dl_a), -ETIMEDOUT);
+	TU_WAIT_FOR(atomic_load(&dl_b) != 1);
+	assert_int_equal(atomic_load(&dl_b), 0); /* B got the unit */
+	assert_int_equal(sem_state(&dl_sem), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 static void past_deadline_body(void)
 {
 	gmp_sem sem;
@@ -309,6 +353,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_sem_never_exceeds_count_100_tasks),
 	      cmocka_unit_test(test_sem_fifo_tasks_and_threads),
 	      cmocka_unit_test(test_sem_init_and_try),
 	      cmocka_unit_test(test_sem_timed_waiter_leaves_queue),
+	      cmocka_unit_test(test_sem_release_skips_waiter_whose_deadline_won),
 	      cmocka_unit_test(test_sem_past_deadline_with_count_acquires),
 	      cmocka_unit_test(test_sem_threads_without_runtime),
 	      cmocka_unit_test(test_sem_stress_randomized))
