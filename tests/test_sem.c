@@ -258,14 +258,22 @@ static void test_sem_timed_waiter_leaves_queue(void **s)
 /* The race itself: a release takes off the queue a waiter whose deadline
  * has claimed it but which has not yet come back to leave. The test holds
  * the queue lock so that the releaser and the timed-out waiter both queue
- * on it, the releaser first; the unit must go on to the next waiter. */
-static atomic_int race_released;
+ * on it, the releaser first; the unit must go on to the next waiter. A's
+ * deadline must fall after that set-up, however slow the host: a round in
+ * which A gave up too early is run again with a deadline twice as far. */
+static int64_t race_deadline;
+
+static void *race_a_thread(void *arg)
+{
+	(void)arg;
+	atomic_store(&dl_a, gmp_sem_timed_acquire(&dl_sem, race_deadline));
+	return NULL;
+}
 
 static void *race_release_thread(void *arg)
 {
 	(void)arg;
 	gmp_sem_release(&dl_sem);
-	atomic_store(&race_released, 1);
 	return NULL;
 }
 
@@ -274,28 +282,48 @@ static void test_sem_release_skips_waiter_whose_deadline_won(void **s)
 	(void)s;
 	tu_init(2);
 	gmp__sem_words *w = gmp__sem_words_of(&dl_sem);
-	atomic_store(&dl_a, 1);
-	atomic_store(&dl_b, 1);
-	pthread_t a, rel;
-	assert_int_equal(pthread_create(&a, NULL, dl_a_thread, NULL), 0);
-	TU_WAIT_FOR(sem_state(&dl_sem) == -1);
-	assert_true(gmp_go(dl_b_task, NULL) > 0);
-	TU_WAIT_FOR(sem_state(&dl_sem) == -2);
-	gmp__lock(&w->lock);
-	assert_int_equal(pthread_create(&rel, NULL, race_release_thread, NULL),
-			 0);
-	TU_WAIT_FOR(gmp__load32_rlx(&w->lock.key) == GMP__SLEEPING);
-	/* A's deadline (30 ms) passes and it queues on the lock behind the
-	 * releaser: nothing observable marks the moment, so give it time. */
-	tu_sleep(150 * MS);
-	assert_int_equal(atomic_load(&dl_a), 1); /* still inside */
-	gmp__unlock(&w->lock);
-	pthread_join(rel, NULL);
-	pthread_join(a, NULL);
-	assert_int_equal(atomic_load(&dl_a), -ETIMEDOUT);
-	TU_WAIT_FOR(atomic_load(&dl_b) != 1);
-	assert_int_equal(atomic_load(&dl_b), 0); /* B got the unit */
-	assert_int_equal(sem_state(&dl_sem), 0);
+	for (int64_t d = 100 * MS;; d *= 2) {
+		assert_true(d <= 60 * SEC);
+		atomic_store(&dl_a, 1);
+		atomic_store(&dl_b, 1);
+		race_deadline = gmp_nanotime() + d;
+		pthread_t a, rel;
+		assert_int_equal(pthread_create(&a, NULL, race_a_thread, NULL),
+				 0);
+		TU_WAIT_FOR(sem_state(&dl_sem) == -1 ||
+			    atomic_load(&dl_a) != 1);
+		assert_true(gmp_go(dl_b_task, NULL) > 0);
+		TU_WAIT_FOR(sem_state(&dl_sem) == -2 ||
+			    atomic_load(&dl_a) != 1);
+		gmp__lock(&w->lock);
+		if (atomic_load(&dl_a) != 1) {
+			/* A left before the stage was set: again. */
+			gmp__unlock(&w->lock);
+			pthread_join(a, NULL);
+			TU_WAIT_FOR(sem_state(&dl_sem) == -1);
+			gmp_sem_release(&dl_sem);
+			TU_WAIT_FOR(atomic_load(&dl_b) == 0);
+			continue;
+		}
+		assert_int_equal(pthread_create(&rel, NULL, race_release_thread,
+						NULL),
+				 0);
+		TU_WAIT_FOR(gmp__load32_rlx(&w->lock.key) == GMP__SLEEPING);
+		/* A's deadline passes and it queues on the lock behind the
+		 * releaser: nothing observable marks the moment, so give it
+		 * ample time. */
+		int64_t left = race_deadline - gmp_nanotime();
+		tu_sleep((left > 0 ? left : 0) + 150 * MS);
+		assert_int_equal(atomic_load(&dl_a), 1); /* still inside */
+		gmp__unlock(&w->lock);
+		pthread_join(rel, NULL);
+		pthread_join(a, NULL);
+		assert_int_equal(atomic_load(&dl_a), -ETIMEDOUT);
+		TU_WAIT_FOR(atomic_load(&dl_b) != 1);
+		assert_int_equal(atomic_load(&dl_b), 0); /* B got the unit */
+		assert_int_equal(sem_state(&dl_sem), 0);
+		break;
+	}
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
