@@ -560,8 +560,10 @@ typedef struct gmp_once {
  * to each caller after its gmp_once_do. Once done, a call costs one load.
  * Callers that arrive while fn runs block until it returns (parking, or
  * blocking their thread). fn runs outside the runtime, as ordinary task
- * code: it may block, switch, or take a long time. A call from inside fn
- * for the same o would wait for itself: it aborts instead. */
+ * code: it may block, switch, or take a long time, but it must return: a
+ * task that ends inside fn (gmp_exit) leaves every other caller waiting
+ * for ever. A call from inside fn for the same o would wait for itself:
+ * it aborts instead. */
 GMP_EXTERN void gmp_once_do(gmp_once *o, void (*fn)(void *), void *arg);
 
 /* A condition variable, as Go's sync.Cond, with a timed wait. Not tied to
