@@ -203,13 +203,17 @@ static gmp_mutex eat_mu = GMP_MUTEX_INIT;
 static gmp_cond eat_cv = GMP_COND_INIT;
 static atomic_int eat_a_result = 1, eat_b_result = 1;
 
+/* A's timeout: long enough for B to queue behind it, doubled by eat_round
+ * when a slow host (a sanitizer, qemu, a loaded machine) needed longer. */
+static int64_t eat_delay;
+
 static void eat_a(void *arg)
 {
 	(void)arg;
 	gmp_mutex_lock(&eat_mu);
 	atomic_store(&eat_a_result,
 		     gmp_cond_timedwait(&eat_cv, &eat_mu,
-					gmp_nanotime() + 20 * MS));
+					gmp_nanotime() + eat_delay));
 	gmp_mutex_unlock(&eat_mu);
 }
 
@@ -235,28 +239,44 @@ static void eat_b_task(void *arg)
 
 static void eat_round(bool b_is_task, bool b_timed)
 {
-	atomic_store(&eat_a_result, 1);
-	atomic_store(&eat_b_result, 1);
-	assert_true(gmp_go(eat_a, NULL) > 0);
-	TU_WAIT_FOR(cond_waiters(&eat_cv) == 1);
-	pthread_t th;
-	void *arg = b_timed ? (void *)1 : NULL;
-	if (b_is_task)
-		assert_true(gmp_go(eat_b_task, arg) > 0);
-	else
-		assert_int_equal(pthread_create(&th, NULL, eat_b, arg), 0);
-	TU_WAIT_FOR(cond_waiters(&eat_cv) == 2);
-	/* A, the older, gives up and leaves; B stays. */
-	TU_WAIT_FOR(atomic_load(&eat_a_result) != 1);
-	assert_int_equal(atomic_load(&eat_a_result), -ETIMEDOUT);
-	assert_int_equal(cond_waiters(&eat_cv), 1);
-	/* The signal goes to B. */
-	gmp_cond_signal(&eat_cv);
-	TU_WAIT_FOR(atomic_load(&eat_b_result) != 1);
-	assert_int_equal(atomic_load(&eat_b_result), 0);
-	if (!b_is_task)
-		pthread_join(th, NULL);
-	assert_int_equal(cond_waiters(&eat_cv), 0);
+	for (eat_delay = 20 * MS;; eat_delay *= 2) {
+		assert_true(eat_delay <= 60 * SEC);
+		atomic_store(&eat_a_result, 1);
+		atomic_store(&eat_b_result, 1);
+		assert_true(gmp_go(eat_a, NULL) > 0);
+		TU_WAIT_FOR(cond_waiters(&eat_cv) == 1 ||
+			    atomic_load(&eat_a_result) != 1);
+		pthread_t th;
+		void *arg = b_timed ? (void *)1 : NULL;
+		if (b_is_task)
+			assert_true(gmp_go(eat_b_task, arg) > 0);
+		else
+			assert_int_equal(pthread_create(&th, NULL, eat_b, arg),
+					 0);
+		TU_WAIT_FOR(cond_waiters(&eat_cv) == 2 ||
+			    atomic_load(&eat_a_result) != 1);
+		/* A still inside now means both were queued at once (a
+		 * result, once set, stays): the stage is set. */
+		bool staged = atomic_load(&eat_a_result) == 1;
+		if (staged) {
+			/* A, the older, gives up and leaves; B stays. */
+			TU_WAIT_FOR(atomic_load(&eat_a_result) != 1);
+			assert_int_equal(atomic_load(&eat_a_result),
+					 -ETIMEDOUT);
+			assert_int_equal(cond_waiters(&eat_cv), 1);
+		} else {
+			TU_WAIT_FOR(cond_waiters(&eat_cv) == 1); /* B */
+		}
+		/* The signal goes to B. */
+		gmp_cond_signal(&eat_cv);
+		TU_WAIT_FOR(atomic_load(&eat_b_result) != 1);
+		assert_int_equal(atomic_load(&eat_b_result), 0);
+		if (!b_is_task)
+			pthread_join(th, NULL);
+		assert_int_equal(cond_waiters(&eat_cv), 0);
+		if (staged)
+			return;
+	}
 }
 
 static void test_cond_timed_out_waiter_does_not_eat_signal(void **s)

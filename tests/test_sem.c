@@ -199,12 +199,16 @@ static void test_sem_init_and_try(void **s)
 static gmp_sem dl_sem = GMP_SEM_INIT;
 static atomic_int dl_a = 1, dl_b = 1;
 
+/* A's timeout: long enough for B to queue behind it, doubled by dl_round
+ * when a slow host (a sanitizer, qemu, a loaded machine) needed longer. */
+static int64_t dl_delay = 30 * MS;
+
 static void dl_a_task(void *arg)
 {
 	(void)arg;
 	int64_t t0 = gmp_nanotime();
-	int r = gmp_sem_timed_acquire(&dl_sem, t0 + 30 * MS);
-	T_ASSERT(gmp_nanotime() - t0 >= 30 * MS);
+	int r = gmp_sem_timed_acquire(&dl_sem, t0 + dl_delay);
+	T_ASSERT(gmp_nanotime() - t0 >= dl_delay);
 	atomic_store(&dl_a, r);
 }
 
@@ -223,27 +227,42 @@ static void dl_b_task(void *arg)
 
 static void dl_round(bool a_is_thread)
 {
-	atomic_store(&dl_a, 1);
-	atomic_store(&dl_b, 1);
-	pthread_t th;
-	if (a_is_thread)
-		assert_int_equal(pthread_create(&th, NULL, dl_a_thread, NULL),
-				 0);
-	else
-		assert_true(gmp_go(dl_a_task, NULL) > 0);
-	TU_WAIT_FOR(sem_state(&dl_sem) == -1);
-	assert_true(gmp_go(dl_b_task, NULL) > 0);
-	TU_WAIT_FOR(sem_state(&dl_sem) == -2);
-	/* A, first in line, gives up and leaves; B is still queued. */
-	TU_WAIT_FOR(atomic_load(&dl_a) != 1);
-	assert_int_equal(atomic_load(&dl_a), -ETIMEDOUT);
-	assert_int_equal(sem_state(&dl_sem), -1);
-	/* The release goes to B. */
-	gmp_sem_release(&dl_sem);
-	TU_WAIT_FOR(atomic_load(&dl_b) == 0);
-	assert_int_equal(sem_state(&dl_sem), 0);
-	if (a_is_thread)
-		pthread_join(th, NULL);
+	for (dl_delay = 30 * MS;; dl_delay *= 2) {
+		assert_true(dl_delay <= 60 * SEC);
+		atomic_store(&dl_a, 1);
+		atomic_store(&dl_b, 1);
+		pthread_t th;
+		if (a_is_thread)
+			assert_int_equal(pthread_create(&th, NULL, dl_a_thread,
+							NULL),
+					 0);
+		else
+			assert_true(gmp_go(dl_a_task, NULL) > 0);
+		TU_WAIT_FOR(sem_state(&dl_sem) == -1 ||
+			    atomic_load(&dl_a) != 1);
+		assert_true(gmp_go(dl_b_task, NULL) > 0);
+		TU_WAIT_FOR(sem_state(&dl_sem) == -2 ||
+			    atomic_load(&dl_a) != 1);
+		/* A still inside now means both were queued at once. */
+		bool staged = atomic_load(&dl_a) == 1;
+		if (staged) {
+			/* A, first in line, gives up and leaves; B is still
+			 * queued. */
+			TU_WAIT_FOR(atomic_load(&dl_a) != 1);
+			assert_int_equal(atomic_load(&dl_a), -ETIMEDOUT);
+			assert_int_equal(sem_state(&dl_sem), -1);
+		} else {
+			TU_WAIT_FOR(sem_state(&dl_sem) == -1); /* B */
+		}
+		/* The release goes to B. */
+		gmp_sem_release(&dl_sem);
+		TU_WAIT_FOR(atomic_load(&dl_b) == 0);
+		assert_int_equal(sem_state(&dl_sem), 0);
+		if (a_is_thread)
+			pthread_join(th, NULL);
+		if (staged)
+			return;
+	}
 }
 
 static void test_sem_timed_waiter_leaves_queue(void **s)
