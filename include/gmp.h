@@ -554,6 +554,121 @@ GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns);
  * -errno (-EBADF if already closed by gmp_close). A switch point. */
 GMP_EXTERN int gmp_close(int fd);
 
+/* ------------------------------------------------------------------------
+ * 12. More synchronisation and timers
+ *
+ * As in section 8: a zero-filled value of each type is ready to use (the
+ * GMP_*_INIT initialisers are all zeros) and needs no destruction; every
+ * call that may block parks a task (a switch point) and blocks any other
+ * thread on a futex. Deadlines are absolute, on gmp_nanotime's clock; one
+ * already past (a negative one included) does not wait.
+ */
+
+/* A reader-writer lock, as Go's sync.RWMutex: any number of readers, or one
+ * writer. A writer that waits keeps new readers out (they queue behind it),
+ * so writers do not starve, and the readers that queued behind a writer go
+ * in when it unlocks, before the next writer. Not tied to a task, not
+ * recursive (a reader that read-locks again while a writer waits
+ * deadlocks, as in Go). Uncontended rlock and runlock are one atomic
+ * operation each. */
+typedef struct gmp_rwmutex {
+	uint64_t opaque_[3];
+} gmp_rwmutex;
+/* clang-format off */
+#define GMP_RWMUTEX_INIT { { 0, 0, 0 } }
+/* clang-format on */
+
+GMP_EXTERN void gmp_rwmutex_rlock(gmp_rwmutex *rw); /* may block */
+/* Never blocks; waking the writer that waits for the last reader out does
+ * not switch. Read-unlocking a rwmutex that is not read-locked (unlocked,
+ * or write-locked) aborts. */
+GMP_EXTERN void gmp_rwmutex_runlock(gmp_rwmutex *rw);
+GMP_EXTERN void gmp_rwmutex_lock(gmp_rwmutex *rw); /* may block */
+/* Never blocks (but may hand the writers' mutex to a starving writer,
+ * which is a switch point, as gmp_mutex_unlock). Unlocking a rwmutex that
+ * is not write-locked (unlocked, or read-locked) aborts. */
+GMP_EXTERN void gmp_rwmutex_unlock(gmp_rwmutex *rw);
+/* Never block: false when the lock cannot be had at once, and also while
+ * a writer waits for it. */
+GMP_EXTERN bool gmp_rwmutex_tryrlock(gmp_rwmutex *rw);
+GMP_EXTERN bool gmp_rwmutex_trylock(gmp_rwmutex *rw);
+
+/* Runs something exactly once, as Go's sync.Once. */
+typedef struct gmp_once {
+	uint64_t opaque_[3];
+} gmp_once;
+/* clang-format off */
+#define GMP_ONCE_INIT { { 0, 0, 0 } }
+/* clang-format on */
+
+/* The first call for o runs fn(arg) on the caller's task or thread; every
+ * call returns only once that fn has returned, so what fn did is visible
+ * to each caller after its gmp_once_do. Once done, a call costs one load.
+ * Callers that arrive while fn runs block until it returns (parking, or
+ * blocking their thread). fn runs outside the runtime, as ordinary task
+ * code: it may block, switch, or take a long time, but it must return: a
+ * task that ends inside fn (gmp_exit) leaves every other caller waiting
+ * for ever. A call from inside fn for the same o would wait for itself:
+ * it aborts instead. */
+GMP_EXTERN void gmp_once_do(gmp_once *o, void (*fn)(void *), void *arg);
+
+/* A condition variable, as Go's sync.Cond, with a timed wait. Not tied to
+ * one mutex, but every wait that overlaps another must name the same one.
+ * Waiters are woken in the order they began to wait. There are no spurious
+ * wakeups: a signal makes exactly one waiter return (one that began to
+ * wait before the signal), a broadcast every waiter that began before it,
+ * and a signal or broadcast with nobody waiting is not remembered. */
+typedef struct gmp_cond {
+	uint64_t opaque_[4];
+} gmp_cond;
+/* clang-format off */
+#define GMP_COND_INIT { { 0, 0, 0, 0 } }
+/* clang-format on */
+
+/* Unlocks mu (which the caller must hold: otherwise the unlock aborts, as
+ * gmp_mutex_unlock's does), waits for a signal or a broadcast, and locks mu
+ * again before returning. A switch point. */
+GMP_EXTERN void gmp_cond_wait(gmp_cond *c, gmp_mutex *mu);
+/* As gmp_cond_wait, but gives up once deadline_ns has passed: returns 0 if
+ * signalled (also when the signal and the deadline met), -ETIMEDOUT if
+ * not. mu is locked again in either case. A waiter that gave up has left
+ * the queue: a later signal goes to another waiter. Tasks wait on a timer
+ * of their P, threads in a timed futex wait. */
+GMP_EXTERN int gmp_cond_timedwait(gmp_cond *c, gmp_mutex *mu,
+				  int64_t deadline_ns);
+/* Wake the oldest waiter / every waiter. Never block, never switch; the
+ * caller need not hold the mutex. One atomic load when nobody waits. */
+GMP_EXTERN void gmp_cond_signal(gmp_cond *c);
+GMP_EXTERN void gmp_cond_broadcast(gmp_cond *c);
+
+/* A counting semaphore. Waiters are served in FIFO order: a release when
+ * someone waits goes to the waiter queued longest (newcomers do not barge
+ * in ahead of it). Uncontended acquire and release are one atomic
+ * operation each. A zero-filled gmp_sem (GMP_SEM_INIT) has count 0. */
+typedef struct gmp_sem {
+	uint64_t opaque_[4];
+} gmp_sem;
+/* clang-format off */
+#define GMP_SEM_INIT { { 0, 0, 0, 0 } }
+/* clang-format on */
+
+/* Sets the count of a semaphore nobody is using (a new one). A negative
+ * count aborts. */
+GMP_EXTERN void gmp_sem_init(gmp_sem *s, int64_t count);
+/* Takes one unit, waiting until one is released if the count is 0. */
+GMP_EXTERN void gmp_sem_acquire(gmp_sem *s);
+/* Takes one unit if that can be done without waiting (never while others
+ * wait); never blocks. */
+GMP_EXTERN bool gmp_sem_try_acquire(gmp_sem *s);
+/* As gmp_sem_acquire, giving up once deadline_ns has passed: 0, or
+ * -ETIMEDOUT. A unit available at once is taken even when the deadline
+ * has already passed; a waiter that gives up leaves the queue, and a unit
+ * released as it gave up goes to the next waiter. */
+GMP_EXTERN int gmp_sem_timed_acquire(gmp_sem *s, int64_t deadline_ns);
+/* Gives one unit back: to the oldest waiter, else to the count. Never
+ * blocks, never switches. A count beyond INT64_MAX aborts. */
+GMP_EXTERN void gmp_sem_release(gmp_sem *s);
+
 /* The library's version as "MAJOR.MINOR.PATCH", a static string. Compare
  * it with the GMP_VERSION_* macros to find a program built against one
  * header but running with another libgmp. Any thread, before gmp_init

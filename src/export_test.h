@@ -20,6 +20,7 @@
 #include "runq.h"
 #include "sema.h"
 #include "stack.h"
+#include "sync.h"
 
 /* alloc.c: allocations outstanding (gmp__malloc and gmp__calloc, minus
  * gmp__free), so that a test can check that shutdown freed everything. */

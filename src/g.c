@@ -91,6 +91,10 @@ static const char *const waitreason_names[GMP__WAIT_NREASONS] = {
 	[GMP__WAIT_SLEEP] = "sleep",
 	[GMP__WAIT_IO_READ] = "IO wait (read)",
 	[GMP__WAIT_IO_WRITE] = "IO wait (write)",
+	[GMP__WAIT_RWMUTEX_RLOCK] = "rwmutex read lock",
+	[GMP__WAIT_RWMUTEX_LOCK] = "rwmutex lock",
+	[GMP__WAIT_COND] = "cond wait",
+	[GMP__WAIT_SEM] = "semaphore acquire",
 };
 
 const char *gmp__waitreason_name(uint32_t r)

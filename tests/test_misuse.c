@@ -542,6 +542,154 @@ static void test_misuse_keys_run_out(void **s)
 	assert_int_equal(atomic_load(&last_key_ok), 1);
 }
 
+/* ---- the section 12 synchronisation types ------------------------------------------ */
+
+static void child_runlock_unlocked(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex rw = GMP_RWMUTEX_INIT;
+	gmp_rwmutex_runlock(&rw);
+}
+
+static void child_runlock_write_locked(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex rw = GMP_RWMUTEX_INIT;
+	gmp_rwmutex_lock(&rw);
+	gmp_rwmutex_runlock(&rw);
+}
+
+static void child_unlock_unlocked_rw(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex rw = GMP_RWMUTEX_INIT;
+	gmp_rwmutex_unlock(&rw);
+}
+
+static void child_unlock_read_locked(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex rw = GMP_RWMUTEX_INIT;
+	gmp_rwmutex_rlock(&rw);
+	gmp_rwmutex_unlock(&rw);
+}
+
+static void test_misuse_rwmutex_unlock_not_held_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_runlock_unlocked, NULL,
+			"runlock of unlocked rwmutex");
+	tu_expect_abort(child_runlock_write_locked, NULL,
+			"runlock of write-locked rwmutex");
+	tu_expect_abort(child_unlock_unlocked_rw, NULL,
+			"unlock of unlocked rwmutex");
+	tu_expect_abort(child_unlock_read_locked, NULL,
+			"unlock of read-locked rwmutex");
+}
+
+/* A runlock while a writer holds the lock with readers queued behind it
+ * (the reader count alone does not show it) is caught at the unlock. */
+static gmp_rwmutex mis_rw = GMP_RWMUTEX_INIT;
+
+static void queued_reader(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex_rlock(&mis_rw);
+}
+
+static void child_runlock_write_locked_queued(void *arg)
+{
+	(void)arg;
+	tu_init(2);
+	gmp_rwmutex_lock(&mis_rw);
+	T_ASSERT(gmp_go(queued_reader, NULL) > 0);
+	TU_WAIT_FOR(gmp__sema_nwaiters(
+			    &gmp__rwmutex_words_of(&mis_rw)->reader_sem) == 1);
+	gmp_rwmutex_runlock(&mis_rw);
+	gmp_rwmutex_unlock(&mis_rw);
+	sleep(10);
+}
+
+static void test_misuse_rwmutex_runlock_queued_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_runlock_write_locked_queued, NULL,
+			"runlock of write-locked rwmutex");
+}
+
+static gmp_once mis_once = GMP_ONCE_INIT;
+
+static void once_again(void *arg)
+{
+	(void)arg;
+	gmp_once_do(&mis_once, once_again, NULL);
+}
+
+static void once_task(void *arg)
+{
+	(void)arg;
+	gmp_once_do(&mis_once, once_again, NULL);
+}
+
+static void child_once_recursive_thread(void *arg)
+{
+	(void)arg;
+	gmp_once_do(&mis_once, once_again, NULL);
+}
+
+static void child_once_recursive_task(void *arg)
+{
+	(void)arg;
+	tu_init(1);
+	T_ASSERT(gmp_go(once_task, NULL) > 0);
+	sleep(10);
+}
+
+static void test_misuse_once_recursive_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_once_recursive_thread, NULL,
+			"called from its own fn");
+	tu_expect_abort(child_once_recursive_task, NULL,
+			"called from its own fn");
+}
+
+static void child_cond_wait_unlocked(void *arg)
+{
+	(void)arg;
+	gmp_cond c = GMP_COND_INIT;
+	gmp_mutex mu = GMP_MUTEX_INIT;
+	gmp_cond_wait(&c, &mu);
+}
+
+static void test_misuse_cond_wait_without_mutex_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_cond_wait_unlocked, NULL, "unlocked");
+}
+
+static void child_sem_negative(void *arg)
+{
+	(void)arg;
+	gmp_sem sem;
+	gmp_sem_init(&sem, -1);
+}
+
+static void child_sem_overflow(void *arg)
+{
+	(void)arg;
+	gmp_sem sem;
+	gmp_sem_init(&sem, INT64_MAX);
+	gmp_sem_release(&sem);
+}
+
+static void test_misuse_sem_bad_counts_abort(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_sem_negative, NULL, "negative count");
+	tu_expect_abort(child_sem_overflow, NULL, "beyond INT64_MAX");
+}
+
 GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_bad_config_values),
 	      cmocka_unit_test(test_misuse_bad_env_despite_config),
@@ -554,5 +702,10 @@ GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_ready_of_null_aborts),
 	      cmocka_unit_test(test_misuse_ready_after_shutdown_aborts),
 	      cmocka_unit_test(test_misuse_calls_after_shutdown),
+	      cmocka_unit_test(test_misuse_rwmutex_unlock_not_held_aborts),
+	      cmocka_unit_test(test_misuse_rwmutex_runlock_queued_aborts),
+	      cmocka_unit_test(test_misuse_once_recursive_aborts),
+	      cmocka_unit_test(test_misuse_cond_wait_without_mutex_aborts),
+	      cmocka_unit_test(test_misuse_sem_bad_counts_abort),
 	      /* last: no key can be made after it in this process */
 	      cmocka_unit_test(test_misuse_keys_run_out))

@@ -1,0 +1,193 @@
+/* gmp_cond: Go's notifyList (runtime/sema.go) on waiters, with a deadline
+ * (the words are described in sync.h).
+ *
+ * Go's notifyList hands each waiter a ticket (wait++) while it still holds
+ * the user's mutex, and only after unlocking the mutex puts the waiter on
+ * the list, under the list's lock; a signal advances notify and wakes the
+ * waiter holding that ticket, or, if it has not reached the list yet,
+ * leaves the ticket behind for it to find. That window between ticket and
+ * list is what a timed wait cannot live with: a waiter that gives up must
+ * take its ticket back, and a signal cannot tell a ticket given back from
+ * one still on its way, so it would be spent on nobody and the next
+ * waiter would miss it.
+ *
+ * So here the ticket and the list entry are one step, under the list's
+ * lock, taken while the caller still holds the user's mutex: the waiter
+ * appends itself and counts itself in (wait++), and releases the list
+ * lock and then the user's mutex only once its sleep is committed, in the
+ * waiter's unlock function (on g0 for a task, after it is off its stack),
+ * as every primitive here does with its own lock. Every waiter counted in
+ * wait is then on the list until it is taken off, and whoever takes it
+ * off counts it out (notify++): a signal (the oldest waiter), a
+ * broadcast (all), or the waiter itself when its deadline passed first.
+ * wait == notify still says "nobody waits" in two loads, without the lock,
+ * as Go's fast path does.
+ *
+ * The race of a signal with a deadline is settled by the waiter's claim
+ * (wait.h): a signal takes the oldest waiter off the list and claims it;
+ * if its deadline has claimed it first, the signal goes on to the next
+ * waiter, so a waiter that timed out never eats a signal, and a waiter
+ * that a signal claimed returns 0 even if its deadline passed meanwhile.
+ * No waiter returns 0 without a signal or broadcast that took it off the
+ * list: there are no spurious wakeups.
+ *
+ * Unlocking the user's mutex in the unlock function means a task's unlock
+ * of it runs on g0, where gmp_mutex_unlock may wake (ready) a task
+ * sleeping on the mutex into this P, and never switches (a handoff's
+ * yield does nothing off a task).
+ *
+ * Lost wakeups. A signaller that changed the condition under mu and then
+ * signals (mu held or just released) ordered its look at wait after the
+ * waiter's increment: the waiter counted itself before releasing mu. A
+ * signal that does not hold mu and races the wait may miss it, as in Go.
+ */
+#include "preempt.h"
+#include "sema.h"
+#include "sync.h"
+
+/* What the unlock function releases: copied before the first release, for
+ * once the list lock drops, a signal may let the waiter run on and reuse
+ * the frame this lives in. */
+struct cond_park {
+	gmp__mutex *lock;
+	gmp_mutex *mu;
+};
+
+static void cond_unlock(void *arg)
+{
+	struct cond_park a = *(struct cond_park *)arg;
+	gmp__unlock(a.lock);
+	gmp_mutex_unlock(a.mu);
+}
+
+/* Appends w (list lock held). */
+static void list_push(gmp__cond_words *c, gmp__waiter *w)
+{
+	w->next = NULL;
+	w->prev = c->tail;
+	if (c->tail)
+		c->tail->next = w;
+	else
+		c->head = w;
+	c->tail = w;
+}
+
+/* Takes w off the list and counts it out (list lock held). */
+static void list_remove(gmp__cond_words *c, gmp__waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		c->head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		c->tail = w->prev;
+	w->next = w->prev = NULL;
+	w->c = NULL; /* off the list: the waiter need not look for itself */
+	/* Written only under the lock: a plain increment, no
+	 * read-modify-write. The lock's release publishes it to the next
+	 * holder; the lock-free readers only decide whether to take it. */
+	gmp__store32_rlx(&c->notify, gmp__load32_rlx(&c->notify) + 1);
+}
+
+static int cond_wait(gmp_cond *cv, gmp_mutex *mu, int64_t deadline)
+{
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
+	gmp__cond_words *c = gmp__cond_words_of(cv);
+	/* Held means LOCKED (a starving mutex's new owner sets it before
+	 * its lock returns). A cheap check; the unlock would abort too, but
+	 * on g0 and after we had queued. */
+	if (!(gmp__load32_rlx(&gmp__mutex_words_of(mu)->state) &
+	      GMP__MUTEX_LOCKED))
+		gmp__throw("gmp_cond_wait on cond %p with mutex %p unlocked",
+			   (void *)cv, (void *)mu);
+	gmp__waiter w;
+	gmp__waiter_init_as(&w, stay.g);
+	w.c = c;                          /* on the list */
+	w.aux = deadline >= 0 ? c : NULL; /* claimable by a deadline */
+	gmp__lock(&c->lock);
+	/* Written only under the list lock (as notify); published to
+	 * signallers that hold mu by mu's unlock, which follows it. */
+	w.ticket = gmp__load32_rlx(&c->wait);
+	gmp__store32_rlx(&c->wait, (uint32_t)w.ticket + 1);
+	list_push(c, &w);
+	struct cond_park a = { &c->lock, mu };
+	gmp__waiter_sleep(&w, cond_unlock, &a, GMP__WAIT_COND, deadline);
+	int r = 0;
+	if (!w.woken) {
+		/* The deadline claimed us. Still listed unless a signal took
+		 * us off, found us claimed, and went on to the next waiter. */
+		gmp__lock(&c->lock);
+		if (w.c)
+			list_remove(c, &w);
+		gmp__unlock(&c->lock);
+		r = -ETIMEDOUT;
+	}
+	gmp_mutex_lock(mu);
+	return r;
+}
+
+GMP_EXTERN void gmp_cond_wait(gmp_cond *c, gmp_mutex *mu)
+{
+	cond_wait(c, mu, -1);
+}
+
+GMP_EXTERN int gmp_cond_timedwait(gmp_cond *c, gmp_mutex *mu,
+				  int64_t deadline_ns)
+{
+	return cond_wait(c, mu, gmp__deadline_past_ok(deadline_ns));
+}
+
+/* Whether someone may wait: two loads, no lock. acquire on wait: pairs
+ * with the release of mu (or of the list lock) after the increment. */
+static inline bool has_waiters(gmp__cond_words *c)
+{
+	return gmp__load32_acq(&c->wait) != gmp__load32_rlx(&c->notify);
+}
+
+/* Takes off the list, claims and wakes the oldest waiter whose deadline
+ * has not claimed it; with all, every such waiter. Waking readies tasks
+ * into our P: inside the runtime. */
+static __attribute__((noinline)) void notify_slow(gmp__cond_words *c, bool all)
+{
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
+	gmp__waiter *wake = NULL, **tail = &wake;
+	gmp__lock(&c->lock);
+	gmp__waiter *w;
+	while ((w = c->head) != NULL) {
+		list_remove(c, w);
+		/* A waiter with no deadline has no other waker than the one
+		 * that takes it off the list: it needs no claim (wait.h). */
+		if (w->aux && !gmp__waiter_claim(w))
+			continue; /* its deadline won: it only leaves */
+		/* Claimed: it cannot return until we wake it, so it may wait
+		 * for that on our local chain, after the lock drops. */
+		*tail = w;
+		tail = &w->next;
+		if (!all)
+			break;
+	}
+	gmp__unlock(&c->lock);
+	while (wake) {
+		gmp__waiter *next = wake->next; /* before: w is gone after */
+		gmp__waiter_wake_by(wake, stay.g);
+		wake = next;
+	}
+}
+
+GMP_EXTERN void gmp_cond_signal(gmp_cond *cv)
+{
+	gmp__cond_words *c = gmp__cond_words_of(cv);
+	if (has_waiters(c))
+		notify_slow(c, false);
+}
+
+GMP_EXTERN void gmp_cond_broadcast(gmp_cond *cv)
+{
+	gmp__cond_words *c = gmp__cond_words_of(cv);
+	if (has_waiters(c))
+		notify_slow(c, true);
+}

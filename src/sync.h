@@ -1,0 +1,124 @@
+/* The layouts of the section 12 synchronisation types (gmp_rwmutex,
+ * gmp_once, gmp_cond, gmp_sem). gmp.h gives each only an opaque array of
+ * the right size; these are their real words, here so that the .c files
+ * and the tests share one description. A zero-filled value of each is the
+ * ready state: an unlocked rwmutex, a once not yet done, a cond with
+ * nobody waiting, a semaphore with count 0.
+ *
+ * gmp_rwmutex (rwmutex.c), Go's sync.RWMutex:
+ *   w             a gmp_mutex that writers hold from lock to unlock, so
+ *                 that only one writer at a time deals with the readers
+ *   writer_sem    the runtime semaphore the writer sleeps on while the
+ *                 readers it found finish
+ *   reader_sem    the runtime semaphore readers sleep on while a writer
+ *                 is pending or holds the lock
+ *   reader_count  atomic, read as int32: the readers in (holding or
+ *                 waiting to hold the read lock), minus MAX_READERS while
+ *                 a writer is pending or holds the lock
+ *   reader_wait   atomic, read as int32: the readers a pending writer
+ *                 still waits for (it may dip below zero for a moment, see
+ *                 rwmutex.c)
+ *
+ * gmp_once (once.c):
+ *   done   atomic: 1 once fn has returned
+ *   mu     a gmp_mutex, held by the caller that runs fn, for as long as fn
+ *          runs: concurrent callers sleep on it
+ *   owner  atomic: who runs fn now (a task id, or minus a thread id), 0
+ *          when nobody does; only to catch a recursive call
+ *
+ * gmp_cond (cond.c), after Go's notifyList:
+ *   lock    a gmp__mutex (lock.h) protecting the list
+ *   wait    atomic: waiters ever added to the list (the next wait ticket)
+ *   notify  atomic: waiters ever taken off it, by a signal, a broadcast
+ *           or their own deadline; wait == notify means nobody waits,
+ *           which signal and broadcast read without the lock
+ *   head, tail  the waiters in arrival order (gmp__waiter.next/prev);
+ *               lock
+ *
+ * gmp_sem (semaphore.c):
+ *   state  atomic, as int64: the count when >= 0, or minus the number of
+ *          queued waiters when < 0 (one of the two is always zero: a
+ *          release with waiters queued hands its unit to the oldest
+ *          rather than counting it). Fast paths CAS it without the lock
+ *          only between values >= 0 (acquire: > 0 to one less; release:
+ *          >= 0 to one more); every move through or below zero is made
+ *          under lock, by the acquirer that queues or the releaser or
+ *          leaver that dequeues.
+ *   lock   a gmp__mutex protecting the queue
+ *   head, tail  the queued waiters, oldest first; lock
+ */
+#ifndef GMP_SYNC_H
+#define GMP_SYNC_H
+
+#include "internal.h"
+#include "lock.h"
+#include "wait.h"
+
+typedef struct gmp__rwmutex_words {
+	gmp_mutex w;
+	volatile uint32_t writer_sem;
+	volatile uint32_t reader_sem;
+	volatile uint32_t reader_count;
+	volatile uint32_t reader_wait;
+} gmp__rwmutex_words;
+
+typedef struct gmp__once_words {
+	volatile uint32_t done;
+	uint32_t unused;
+	gmp_mutex mu;
+	volatile uint64_t owner;
+} gmp__once_words;
+
+typedef struct gmp__cond_words {
+	gmp__mutex lock;
+	volatile uint32_t wait;
+	volatile uint32_t notify;
+	uint32_t unused;
+	gmp__waiter *head, *tail;
+} gmp__cond_words;
+
+typedef struct gmp__sem_words {
+	volatile uint64_t state;
+	gmp__mutex lock;
+	uint32_t unused;
+	gmp__waiter *head, *tail;
+} gmp__sem_words;
+
+#define GMP__SYNC_FITS(words, pub)                                             \
+	_Static_assert(sizeof(words) == sizeof(pub) &&                         \
+			       _Alignof(words) <= _Alignof(pub),               \
+		       #pub " must hold " #words)
+GMP__SYNC_FITS(gmp__rwmutex_words, gmp_rwmutex);
+GMP__SYNC_FITS(gmp__once_words, gmp_once);
+GMP__SYNC_FITS(gmp__cond_words, gmp_cond);
+GMP__SYNC_FITS(gmp__sem_words, gmp_sem);
+#undef GMP__SYNC_FITS
+
+static inline gmp__rwmutex_words *gmp__rwmutex_words_of(gmp_rwmutex *rw)
+{
+	return (gmp__rwmutex_words *)(void *)rw;
+}
+
+static inline gmp__once_words *gmp__once_words_of(gmp_once *o)
+{
+	return (gmp__once_words *)(void *)o;
+}
+
+static inline gmp__cond_words *gmp__cond_words_of(gmp_cond *c)
+{
+	return (gmp__cond_words *)(void *)c;
+}
+
+static inline gmp__sem_words *gmp__sem_words_of(gmp_sem *s)
+{
+	return (gmp__sem_words *)(void *)s;
+}
+
+/* A deadline for gmp__waiter_sleep, which reads a negative one as "none":
+ * a negative absolute deadline of the public calls is long past. */
+static inline int64_t gmp__deadline_past_ok(int64_t deadline_ns)
+{
+	return deadline_ns < 0 ? 0 : deadline_ns;
+}
+
+#endif
