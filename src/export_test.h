@@ -72,4 +72,14 @@ const char *gmp__preempt_off_reason(void);
 bool gmp__detached(void);
 void gmp__preempt_force_barrier(int kind);
 
+/* uring.c: whether file I/O goes through the rings in this run (NULL) or
+ * why not; operations in flight in all rings; and one read(2) at the
+ * current position of any descriptor (a pipe, say, which gmp_read never
+ * sends to a ring) through the ring of the calling task's P, so that a
+ * test can hold an operation in flight for as long as it likes: its
+ * result, or -ENOSYS without a ring. */
+const char *gmp__uring_off_reason(void);
+uint32_t gmp__uring_inflight(void);
+ssize_t gmp__uring_test_read(int fd, void *buf, size_t n);
+
 #endif
