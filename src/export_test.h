@@ -81,5 +81,9 @@ void gmp__preempt_force_barrier(int kind);
 const char *gmp__uring_off_reason(void);
 uint32_t gmp__uring_inflight(void);
 ssize_t gmp__uring_test_read(int fd, void *buf, size_t n);
+/* The number of entries of the rings made from now on (0: the default), so
+ * that a test can fill one: its submission queue with cancels, its
+ * completion queue (twice as long) with completions nobody has reaped. */
+void gmp__uring_set_entries(unsigned n);
 
 #endif

@@ -138,6 +138,14 @@ static ssize_t sys_call(int fd, int how, void *buf, size_t n, int64_t off,
 
 #define RING_ENTRIES 256u
 
+/* For tests: the size of the rings made from now on (0: RING_ENTRIES). */
+static unsigned ring_entries;
+
+void gmp__uring_set_entries(unsigned n)
+{
+	ring_entries = n;
+}
+
 typedef struct uop uop;
 
 typedef struct gmp__ring {
@@ -249,7 +257,8 @@ static gmp__ring *ring_get(gmp__p *p)
 		return NULL;
 	r = gmp__calloc(1, sizeof *r);
 	int saved = errno;
-	if (r && io_uring_queue_init(RING_ENTRIES, &r->ring, 0) == 0) {
+	unsigned entries = ring_entries ? ring_entries : RING_ENTRIES;
+	if (r && io_uring_queue_init(entries, &r->ring, 0) == 0) {
 		if (io_uring_register_eventfd(&r->ring, ur.evfd) == 0) {
 			errno = saved;
 			gmp__lock(&ur.lock);
@@ -291,32 +300,46 @@ static void list_del(gmp__ring *r, uop *op)
 
 /* Whether the completion queue may hold something: lock-free (the kernel
  * writes the tail; reapers write the head with a release under the
- * lock). */
+ * lock), or the kernel holds completions that did not fit (it keeps them,
+ * IORING_FEAT_NODROP, and says so in the submission queue's flags). */
 static bool cq_nonempty(gmp__ring *r)
 {
 	return gmp__load32_acq(r->ring.cq.ktail) !=
-	       gmp__load32_rlx(r->ring.cq.khead);
+		       gmp__load32_rlx(r->ring.cq.khead) ||
+	       (gmp__load32_rlx(r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW);
 }
 
-/* Under r->lock: every completion to q. */
+/* Under r->lock: every completion to q, including those the kernel kept
+ * aside while the queue was full (io_uring_get_events moves them in, and
+ * posts nothing else: a completion queue that overflowed is only ever
+ * refilled from the overflow list on a system call). */
 static int reap_locked(gmp__ring *r, gmp__gqueue *q)
 {
 	struct io_uring_cqe *cqe;
-	unsigned head, seen = 0;
 	int n = 0;
-	io_uring_for_each_cqe(&r->ring, head, cqe)
-	{
-		seen++;
-		uop *op = io_uring_cqe_get_data(cqe);
-		if ((void *)op == &cancel_cookie)
-			continue;
-		list_del(r, op);
-		op->res = cqe->res;
-		gmp_g *g = op->g; /* op is gone once g runs */
-		gmp__gq_push(q, g);
-		n++;
+	for (;;) {
+		unsigned head, seen = 0;
+		io_uring_for_each_cqe(&r->ring, head, cqe)
+		{
+			seen++;
+			uop *op = io_uring_cqe_get_data(cqe);
+			if ((void *)op == &cancel_cookie)
+				continue;
+			list_del(r, op);
+			op->res = cqe->res;
+			gmp_g *g = op->g; /* op is gone once g runs */
+			gmp__gq_push(q, g);
+			n++;
+		}
+		io_uring_cq_advance(&r->ring, seen);
+		if (!io_uring_cq_has_overflow(&r->ring))
+			break;
+		int rc = io_uring_get_events(&r->ring);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+			gmp__throw("io_uring: flushing completions failed "
+				   "(errno %d)",
+				   -rc);
 	}
-	io_uring_cq_advance(&r->ring, seen);
 	if (n) {
 		gmp__store64_rlx(&r->nops, r->nops + (uint64_t)n);
 		gmp__add32_full(&ur.inflight, -n);
@@ -614,6 +637,9 @@ uint32_t gmp__uring_inflight(void)
 ssize_t gmp__uring_test_read(int fd, void *buf, size_t n)
 {
 	return -ENOSYS;
+}
+void gmp__uring_set_entries(unsigned n)
+{
 }
 static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
 		   uint64_t off)
