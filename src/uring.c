@@ -82,6 +82,7 @@
 #include "export_test.h"
 #include "netpoll.h"
 #include "preempt.h"
+#include "runtime.h"
 #include "scheduler.h"
 #include "task.h"
 #include "uring.h"
@@ -471,10 +472,10 @@ static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
 	return op.res;
 }
 
-void gmp__uring_cancel_fd(int fd)
+/* Every ring, under its lock, even with nothing counted in flight: a
+ * submitter that has not seen CLOSING yet holds the lock. */
+static void cancel_fd(int fd)
 {
-	/* Every ring, under its lock, even with nothing counted in flight:
-	 * a submitter that has not seen CLOSING yet holds the lock. */
 	uint32_t np = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < np; i++) {
 		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
@@ -484,13 +485,18 @@ void gmp__uring_cancel_fd(int fd)
 		gmp__gqueue q = { 0 };
 		bool any = false;
 		gmp__lock(&r->lock);
-		for (uop *op = r->inflight; op; op = op->next) {
-			if (op->fd != fd || op->cancelled)
-				continue;
+		/* From the head each time: taking an SQE may reap, which
+		 * takes operations off the list. */
+		for (;;) {
+			uop *op = r->inflight;
+			while (op && (op->fd != fd || op->cancelled))
+				op = op->next;
+			if (!op)
+				break;
+			op->cancelled = true;
 			struct io_uring_sqe *sqe = sqe_get(r, &q);
 			io_uring_prep_cancel(sqe, op, 0);
 			io_uring_sqe_set_data(sqe, &cancel_cookie);
-			op->cancelled = true;
 			any = true;
 		}
 		if (any)
@@ -499,6 +505,18 @@ void gmp__uring_cancel_fd(int fd)
 		if (q.head)
 			gmp__injectglist(&q);
 	}
+}
+
+void gmp__uring_cancel_fd(int fd)
+{
+	/* A thread that is not the runtime's holds the runtime while it
+	 * walks the Ps, which gmp_shutdown frees (none to walk when off). */
+	bool foreign = gmp__getm() == NULL;
+	if (foreign && gmp__rt_hold(false) != 0)
+		return;
+	cancel_fd(fd);
+	if (foreign)
+		gmp__rt_release();
 }
 
 uint64_t gmp__uring_ops(void)
