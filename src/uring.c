@@ -24,7 +24,9 @@
  * retried after reaping; an SQE, once taken from the ring, is never
  * dropped. If the P has no ring and none can be made, or the descriptor
  * is being closed, the unlock function says "do not park" and the task
- * goes on with the system call path or -EBADF.
+ * goes on with the system call path or -EBADF. An operation the kernel
+ * finished inside the submission (a read from the page cache) is taken
+ * from the completion queue there and then, and the task does not park.
  *
  * Reaping
  * -------
@@ -416,6 +418,26 @@ static void submit_all(gmp__ring *r, gmp__gqueue *q)
 	}
 }
 
+/* Takes g out of q if it is there. */
+static bool gq_remove(gmp__gqueue *q, gmp_g *g)
+{
+	gmp_g *prev = NULL;
+	for (gmp_g *x = q->head; x; prev = x, x = x->schedlink) {
+		if (x != g)
+			continue;
+		if (prev)
+			prev->schedlink = x->schedlink;
+		else
+			q->head = x->schedlink;
+		if (q->tail == x)
+			q->tail = prev;
+		q->n--;
+		x->schedlink = NULL;
+		return true;
+	}
+	return false;
+}
+
 /* gmp__park's unlock function, on g0 with the task WAITING. */
 static bool uop_commit(gmp_g *g, void *arg)
 {
@@ -443,11 +465,16 @@ static bool uop_commit(gmp_g *g, void *arg)
 	gmp__add32_full(&ur.inflight, 1);
 	gmp__netpoll_adjust_waiters(1);
 	submit_all(r, &q);
-	/* op belongs to the reaper from here (it may already be done) */
+	/* Done already? A read from the page cache completes inside the
+	 * submission: then the task goes on without parking. */
+	if (cq_nonempty(r))
+		reap_locked(r, &q);
+	bool done = gq_remove(&q, g);
+	/* else op belongs to the reaper from here */
 	gmp__unlock(&r->lock);
 	if (q.head)
 		gmp__injectglist(&q);
-	return true;
+	return !done;
 }
 
 /* One operation through the ring, from a task inside the runtime. Returns
