@@ -317,12 +317,12 @@ typedef struct gmp_stats {
 	uint64_t tasks_runnable, tasks_waiting;
 	uint64_t procs, procs_idle, threads_idle, threads_spinning;
 	uint64_t spawned, steals, global_runq_len;
-	uint64_t retakes;   /* Ps sysmon took from tasks in syscalls   */
-	uint64_t handoffs;  /* Ps passed to another M by handoffp      */
-	uint64_t detaches;  /* Ps sysmon took from tasks that ran past
+	uint64_t retakes;  /* Ps sysmon took from tasks in syscalls   */
+	uint64_t handoffs; /* Ps passed to another M by handoffp      */
+	uint64_t detaches; /* Ps sysmon took from tasks that ran past
 			      their time slice (gmp_preempt_point)     */
-	uint64_t uring_ops; /* file operations completed through the
-			       rings (gmp_pread)                         */
+	/* File operations completed through the io_uring rings (gmp_pread) */
+	uint64_t uring_ops;
 } gmp_stats;
 
 /* Fills *out with a snapshot (values are read without stopping anything,
