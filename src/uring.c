@@ -91,6 +91,36 @@
 
 #ifdef GMP_HAVE_LIBURING
 #include <liburing.h>
+
+#include <dlfcn.h>
+
+/* liburing's few functions that are not inline in its header are found
+ * at run time (dlopen of its soname), so that libgmp.a and libgmp.so need
+ * nothing more at link time: a program links libgmp.a with -pthread alone,
+ * as the README shows. Without liburing.so.2 on the machine the probe
+ * fails and every call takes the system call path. */
+static struct {
+	int (*queue_init)(unsigned, struct io_uring *, unsigned);
+	void (*queue_exit)(struct io_uring *);
+	int (*submit)(struct io_uring *);
+	struct io_uring_probe *(*get_probe_ring)(struct io_uring *);
+	void (*free_probe)(struct io_uring_probe *);
+	int (*register_eventfd)(struct io_uring *, int);
+	int (*get_events)(struct io_uring *);
+} lu;
+
+static bool lu_load(void)
+{
+	void *h = dlopen("liburing.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return false;
+#define LU_SYM(f) (*(void **)&lu.f = dlsym(h, "io_uring_" #f)) != NULL
+	bool ok = LU_SYM(queue_init) && LU_SYM(queue_exit) && LU_SYM(submit) &&
+		  LU_SYM(get_probe_ring) && LU_SYM(free_probe) &&
+		  LU_SYM(register_eventfd) && LU_SYM(get_events);
+#undef LU_SYM
+	return ok; /* the handle stays open for the process's life */
+}
 #endif
 
 char gmp__uring_cookie;
@@ -199,17 +229,17 @@ static bool probe(void)
 	int saved = errno;
 	bool ok = false;
 	struct io_uring r;
-	if (io_uring_queue_init(4, &r, 0) == 0) {
+	if (lu_load() && lu.queue_init(4, &r, 0) == 0) {
 		const unsigned need = IORING_FEAT_RW_CUR_POS |
 				      IORING_FEAT_NODROP;
-		struct io_uring_probe *pr = io_uring_get_probe_ring(&r);
+		struct io_uring_probe *pr = lu.get_probe_ring(&r);
 		ok = (r.features & need) == need && pr &&
 		     io_uring_opcode_supported(pr, IORING_OP_READ) &&
 		     io_uring_opcode_supported(pr, IORING_OP_WRITE) &&
 		     io_uring_opcode_supported(pr, IORING_OP_ASYNC_CANCEL);
 		if (pr)
-			io_uring_free_probe(pr);
-		io_uring_queue_exit(&r);
+			lu.free_probe(pr);
+		lu.queue_exit(&r);
 	}
 	errno = saved;
 	gmp__store32_rel(&ur.probed, ok ? PROBE_YES : PROBE_NO);
@@ -224,7 +254,8 @@ void gmp__uring_start(void)
 	if (!gmp__cfg.io_uring)
 		return;
 	ur.why_off = "the kernel refuses io_uring, or lacks IORING_OP_READ, "
-		     "IORING_OP_WRITE or the current-position offset";
+		     "IORING_OP_WRITE or the current-position offset (or "
+		     "liburing.so.2 is not installed)";
 	if (!probe())
 		return;
 	ur.why_off = "no eventfd for the rings";
@@ -261,8 +292,8 @@ static gmp__ring *ring_get(gmp__p *p)
 	r = gmp__calloc(1, sizeof *r);
 	int saved = errno;
 	unsigned entries = ring_entries ? ring_entries : RING_ENTRIES;
-	if (r && io_uring_queue_init(entries, &r->ring, 0) == 0) {
-		if (io_uring_register_eventfd(&r->ring, ur.evfd) == 0) {
+	if (r && lu.queue_init(entries, &r->ring, 0) == 0) {
+		if (lu.register_eventfd(&r->ring, ur.evfd) == 0) {
 			errno = saved;
 			gmp__lock(&ur.lock);
 			r->next = ur.all;
@@ -271,7 +302,7 @@ static gmp__ring *ring_get(gmp__p *p)
 			gmp__storep_rel(&p->ring, r); /* publishes the ring */
 			return r;
 		}
-		io_uring_queue_exit(&r->ring);
+		lu.queue_exit(&r->ring);
 	}
 	errno = saved;
 	gmp__free(r);
@@ -337,7 +368,7 @@ static int reap_locked(gmp__ring *r, gmp__gqueue *q)
 		io_uring_cq_advance(&r->ring, seen);
 		if (!io_uring_cq_has_overflow(&r->ring))
 			break;
-		int rc = io_uring_get_events(&r->ring);
+		int rc = lu.get_events(&r->ring);
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
 			gmp__throw("io_uring: flushing completions failed "
 				   "(errno %d)",
@@ -389,7 +420,7 @@ static struct io_uring_sqe *sqe_get(gmp__ring *r, gmp__gqueue *q)
 {
 	struct io_uring_sqe *sqe;
 	while (!(sqe = io_uring_get_sqe(&r->ring))) {
-		int rc = io_uring_submit(&r->ring);
+		int rc = lu.submit(&r->ring);
 		if (rc == -EAGAIN || rc == -EBUSY) {
 			reap_locked(r, q);
 			gmp__osyield();
@@ -405,7 +436,7 @@ static struct io_uring_sqe *sqe_get(gmp__ring *r, gmp__gqueue *q)
 static void submit_all(gmp__ring *r, gmp__gqueue *q)
 {
 	for (;;) {
-		int rc = io_uring_submit(&r->ring);
+		int rc = lu.submit(&r->ring);
 		if (rc >= 0 || rc == -EINTR) {
 			if (rc >= 0 && io_uring_sq_ready(&r->ring) == 0)
 				return;
@@ -579,7 +610,7 @@ void gmp__uring_stop(void)
 		if (r->inflight)
 			gmp__throw("io_uring: an operation is still in flight "
 				   "at shutdown");
-		io_uring_queue_exit(&r->ring);
+		lu.queue_exit(&r->ring);
 		gmp__free(r);
 		r = next;
 	}
@@ -592,7 +623,7 @@ void gmp__uring_forked(void)
 {
 	int saved = errno;
 	for (gmp__ring *r = ur.all; r; r = r->next)
-		io_uring_queue_exit(&r->ring); /* munmap and close only */
+		lu.queue_exit(&r->ring); /* munmap and close only */
 	if (ur.evfd >= 0)
 		close(ur.evfd);
 	errno = saved;

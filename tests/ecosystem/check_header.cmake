@@ -1,13 +1,13 @@
 # cmake -DCC=<compiler> -DLANG=c|c++ -DSTD=<-std value> -DSRC=<file>
 #       -DINCLUDE=<dir> -DLIB=<libgmp> -DOUT=<exe> [-DFLAGS=<a;b>]
-#       [-DEMULATOR=<a;b>] [-DLIBS=<a;b>] -P check_header.cmake
+#       [-DEMULATOR=<a;b>] -P check_header.cmake
 #
 # Compiles SRC (which includes gmp.h) as LANG/STD with every warning an
-# error and -pedantic, links it with LIB (and LIBS after it), and runs it.
+# error and -pedantic, links it with LIB, and runs it.
 cmake_minimum_required(VERSION 3.16)
 get_filename_component(_libdir "${LIB}" DIRECTORY)
 set(_x ${CC} -x ${LANG} -std=${STD} -Wall -Wextra -Werror -pedantic
-  ${FLAGS} -I${INCLUDE} ${SRC} -x none ${LIB} ${LIBS} -Wl,-rpath,${_libdir} -pthread -o ${OUT})
+  ${FLAGS} -I${INCLUDE} ${SRC} -x none ${LIB} -Wl,-rpath,${_libdir} -pthread -o ${OUT})
 string(REPLACE ";" " " _shown "${_x}")
 message("$ ${_shown}")
 execute_process(COMMAND ${_x} RESULT_VARIABLE rc)
