@@ -376,7 +376,12 @@ static void *big_sampler(void *arg)
 static void big_with(bool ring)
 {
 	char path[256];
+	/* Only I/O may add threads here: on a loaded host a task descheduled
+	 * by the kernel for 10 ms in its own code would lose its P to a
+	 * detach (design.md §10), and a new thread would take the P. */
+	setenv("GMP_PREEMPT", "off", 1);
 	init_engine(2, ring);
+	unsetenv("GMP_PREEMPT");
 	if (ring && !need_ring())
 		return;
 	big_fd = tmp_file(path, sizeof path, 0);
