@@ -422,7 +422,7 @@ class Runner:
         rows.extend(mine)
         if self.has_side("twin", cfg):
             sides.append("twin")
-        elif self.go or cfg.twin == "boost":
+        elif cfg.twin != "none" and (self.go or cfg.twin == "boost"):
             note("  no %s twin for %s; C side only" % (cfg.twin, cfg.name))
         for run in range(1 - self.opts.warmup, self.opts.runs + 1):
             for side in sides:
