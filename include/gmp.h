@@ -322,6 +322,8 @@ typedef struct gmp_stats {
 	uint64_t handoffs; /* Ps passed to another M by handoffp      */
 	uint64_t detaches; /* Ps sysmon took from tasks that ran past
 			      their time slice (gmp_preempt_point)     */
+	/* File operations completed through the io_uring rings (gmp_pread) */
+	uint64_t uring_ops;
 } gmp_stats;
 
 /* Fills *out with a snapshot (values are read without stopping anything,
@@ -526,6 +528,29 @@ GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr, socklen_t len);
  * (-EBADF for a bad or gmp_close()d descriptor). timeout_ns < 0 waits
  * forever. */
 GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns);
+/* pread(2) and pwrite(2): at offset off, leaving the file offset alone.
+ * They answer as their libc namesakes do: a negative offset is -EINVAL
+ * (never "the current position"), a pipe or socket -ESPIPE, a directory
+ * -EISDIR. gmp_pwrite writes all n bytes as gmp_write does (stopped by an
+ * error after some, it returns that count).
+ *
+ * Files without a thread: from a task, these two and gmp_read/gmp_write
+ * on a regular file or a block device go through the io_uring of the P
+ * the task runs on, where the kernel offers one: the task parks and its P
+ * runs other tasks while the disk works; gmp_stats.uring_ops counts them.
+ * gmp_read and gmp_write use and advance the file offset as read and
+ * write do (the ring's "current position"), and are serialised with one
+ * another per descriptor so that two of them never read the same bytes;
+ * a plain read(2) by other code at the same moment is not ordered with
+ * them. Without io_uring (a kernel or sandbox that refuses it, qemu-user,
+ * a build without liburing, GMP_IO_URING=off) and from threads that are
+ * not tasks, the plain call runs (wrapped in gmp_enter_syscall for a
+ * task), with the same results. gmp_close of a descriptor with operations
+ * in flight cancels them: their tasks get -EBADF, unless the operation
+ * had already completed (a disk read under way cannot be stopped; it then
+ * returns its result). */
+GMP_EXTERN ssize_t gmp_pread(int fd, void *buf, size_t n, off_t off);
+GMP_EXTERN ssize_t gmp_pwrite(int fd, const void *buf, size_t n, off_t off);
 /* The directions of gmp_set_deadline, a bit mask. */
 enum { GMP_READ = 1, GMP_WRITE = 2 };
 /* Sets an absolute deadline, on gmp_nanotime's clock, for the calls on fd

@@ -73,4 +73,18 @@ const char *gmp__preempt_off_reason(void);
 bool gmp__detached(void);
 void gmp__preempt_force_barrier(int kind);
 
+/* uring.c: whether file I/O goes through the rings in this run (NULL) or
+ * why not; operations in flight in all rings; and one read(2) at the
+ * current position of any descriptor (a pipe, say, which gmp_read never
+ * sends to a ring) through the ring of the calling task's P, so that a
+ * test can hold an operation in flight for as long as it likes: its
+ * result, or -ENOSYS without a ring. */
+const char *gmp__uring_off_reason(void);
+uint32_t gmp__uring_inflight(void);
+ssize_t gmp__uring_test_read(int fd, void *buf, size_t n);
+/* The number of entries of the rings made from now on (0: the default), so
+ * that a test can fill one: its submission queue with cancels, its
+ * completion queue (twice as long) with completions nobody has reaped. */
+void gmp__uring_set_entries(unsigned n);
+
 #endif

@@ -44,6 +44,7 @@
 #include "sema.h"
 #include "stack.h"
 #include "thread.h"
+#include "uring.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -53,6 +54,7 @@ static void child(void)
 	 * plain thread now. */
 	gmp__setm(NULL);
 	gmp__runtime_forked();
+	gmp__uring_forked(); /* walks nothing of sched: first */
 	memset(&gmp__sched, 0, sizeof gmp__sched);
 	gmp__allg_lock = (gmp__mutex)GMP__MUTEX_INIT;
 	gmp__allg = NULL;

@@ -280,6 +280,10 @@ struct gmp__p {
 	/* Timers (timer.c): any thread may stop one, so under their lock. */
 	gmp__timers timers;
 
+	/* The P's io_uring (uring.c), made by its holder on first use and
+	 * published with a release; any M reaps it, under its own lock. */
+	struct gmp__ring *volatile ring;
+
 	/* Counters for gmp_stats_read; written by the owner, read racily.
 	 * nspawned and nexited also give the live task count (see
 	 * gmp__tasks_live): per P, so that spawning and ending a task
@@ -477,6 +481,7 @@ typedef struct gmp__settings {
 	int schedtrace_ms, scheddetail, randomize, sigquit;
 	bool maxprocs_from_user; /* maxprocs was given, not detected */
 	bool preempt;            /* GMP_PREEMPT: sysmon may detach Ps */
+	bool io_uring;           /* GMP_IO_URING: file I/O through rings */
 	bool debug;              /* GMP_DEBUG was set at all */
 } gmp__settings;
 extern gmp__settings gmp__cfg;

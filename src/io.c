@@ -49,6 +49,16 @@
 
 #include "pollfd.h"
 #include "preempt.h"
+#include "uring.h"
+
+/* Regular files and block devices go to uring.c (gmp__file_io), which
+ * learns the kind with an fstat the first time (and every time after for
+ * a file: a stale "file" must never send a socket through the ring). */
+static inline bool maybe_file(const gmp__pd *pd)
+{
+	int kind = gmp__pd_kind(pd);
+	return kind == GMP__PD_KIND_UNKNOWN || kind == GMP__PD_KIND_FILE;
+}
 
 /* One call in progress. */
 struct io {
@@ -175,6 +185,12 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 	int err = io_begin(&io, fd);
 	if (err)
 		return io_end(&io, err);
+	if (GMP__UNLIKELY(maybe_file(io.pd))) {
+		ssize_t r = gmp__file_io(io.pd, fd, GMP__FILE_READ, buf, n, 0,
+					 io.task);
+		if (r != GMP__NOT_FILE)
+			return io_end(&io, r);
+	}
 	bool skip = io.task && n > 0 &&
 		    gmp__pd_kind(io.pd) == GMP__PD_KIND_STREAM;
 	for (;;) {
@@ -275,6 +291,12 @@ GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n)
 	int err = io_begin(&io, fd);
 	if (err)
 		return io_end(&io, err);
+	if (GMP__UNLIKELY(maybe_file(io.pd))) {
+		ssize_t r = gmp__file_io(io.pd, fd, GMP__FILE_WRITE,
+					 (void *)buf, n, 0, io.task);
+		if (r != GMP__NOT_FILE)
+			return io_end(&io, r);
+	}
 	size_t done = 0;
 	for (;;) {
 		ssize_t r = sys_write(&io, (const char *)buf + done, n - done);
@@ -294,6 +316,32 @@ GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n)
 		return io_end(&io, done ? (ssize_t)done : r);
 	}
 	return io_end(&io, (ssize_t)done);
+}
+
+/* ---- gmp_pread, gmp_pwrite ------------------------------------------------------ */
+
+/* pread(2) and pwrite(2) (gmp.h): uring.c does the work, through the
+ * ring of the task's P or the wrapped system call. */
+GMP_EXTERN ssize_t gmp_pread(int fd, void *buf, size_t n, off_t off)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	return io_end(&io, gmp__file_io(io.pd, fd, GMP__FILE_PREAD, buf, n,
+					(int64_t)off, io.task));
+}
+
+GMP_EXTERN ssize_t gmp_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (n > SSIZE_MAX)
+		return -EINVAL;
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	return io_end(&io, gmp__file_io(io.pd, fd, GMP__FILE_PWRITE,
+					(void *)buf, n, (int64_t)off, io.task));
 }
 
 /* ---- gmp_accept --------------------------------------------------------------- */

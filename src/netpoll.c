@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "netpoll.h"
+#include "uring.h"
 
 static struct {
 	gmp__mutex lock;          /* init and shutdown */
@@ -201,6 +202,10 @@ int gmp__netpoll(int64_t delay, gmp__gqueue *q)
 			       errno == EINTR)
 				;
 			gmp__store32_rel(&np.breaking, 0);
+			continue;
+		}
+		if (evs[i].data.ptr == &gmp__uring_cookie) {
+			count += gmp__uring_evfd_ready(q);
 			continue;
 		}
 		int64_t before = q->n;

@@ -188,6 +188,7 @@
 #include "netpoll.h"
 #include "pollfd.h"
 #include "task.h"
+#include "uring.h"
 #include "wait.h"
 
 #define PD_NIL ((uintptr_t)0)
@@ -299,6 +300,11 @@ static gmp__pd *pd_get(int fd, int *err)
 		return NULL;
 	}
 	return &c[fd & (PD_CHUNK - 1)];
+}
+
+bool gmp__pd_closing(const gmp__pd *pd)
+{
+	return (gmp__load32_acq(&pd->ref) & PD_CLOSING) != 0;
 }
 
 int gmp__pd_kind(const gmp__pd *pd)
@@ -1202,6 +1208,7 @@ int gmp__pd_close(int fd)
 	if (wg)
 		gmp__ready(wg, true);
 	list_wake(chain);
+	gmp__uring_cancel_fd(fd); /* operations in flight in the rings */
 	/* The woken leave at once from a non-blocking descriptor; from a
 	 * blocking one a caller may sit in read(2) for good (see the top). */
 	if (fl >= 0 && (fl & O_NONBLOCK))

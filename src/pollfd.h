@@ -38,8 +38,13 @@ enum {
 	GMP__PD_KIND_SOCKET = 1,       /* a socket of a type not asked yet */
 	GMP__PD_KIND_STREAM = 2,       /* a SOCK_STREAM socket */
 	GMP__PD_KIND_SOCKET_OTHER = 3, /* a socket of another type */
-	GMP__PD_KIND_OTHER = 4         /* not a socket */
+	GMP__PD_KIND_OTHER = 4,        /* not a socket */
+	GMP__PD_KIND_FILE = 5          /* a regular file or a block device
+					  (uring.c: gmp__file_io) */
 };
+
+/* Whether gmp_close has begun on the descriptor (acquire). */
+bool gmp__pd_closing(const gmp__pd *pd);
 
 /* Takes a reference on fd's descriptor, creating it on first use. Returns
  * it, or NULL with *err set: -EBADF for a negative fd or one being

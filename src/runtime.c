@@ -33,6 +33,7 @@
 #include "signals.h"
 #include "stack.h"
 #include "sysmon.h"
+#include "uring.h"
 
 enum { RT_OFF = 0, RT_RUNNING = 1, RT_DRAINING = 2 };
 
@@ -216,6 +217,16 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 			return -EINVAL;
 	}
 
+	st->io_uring = true;
+	if ((v = env("GMP_IO_URING"))) {
+		if (!strcmp(v, "on"))
+			st->io_uring = true;
+		else if (!strcmp(v, "off"))
+			st->io_uring = false;
+		else
+			return -EINVAL;
+	}
+
 	if ((v = env("GMP_DEBUG")) && parse_debug(v, st))
 		return -EINVAL;
 	st->debug = v != NULL;
@@ -260,7 +271,9 @@ static int init(const gmp_config *cfg)
 	 * next timer, so timers must never find it missing (timer.h). */
 	if (!err && (err = gmp__netpoll_init()) != 0)
 		gmp__sched_stop();
-	else if (!err && (err = gmp__sysmon_start()) != 0)
+	if (!err)
+		gmp__uring_start(); /* after the poller, which watches it */
+	if (!err && (err = gmp__sysmon_start()) != 0)
 		gmp__sched_stop();
 	if (!err) {
 		pthread_rwlock_wrlock(&rt_lock);
@@ -528,6 +541,7 @@ static void stats_read(gmp_stats *st)
 	st->retakes = gmp__load64_rlx(&gmp__sched.nretakes);
 	st->detaches = gmp__load64_rlx(&gmp__sched.ndetaches);
 	st->handoffs = gmp__load64_rlx(&gmp__sched.nhandoffs);
+	st->uring_ops = gmp__uring_ops();
 }
 
 GMP_EXTERN int gmp_stats_read(gmp_stats *out)

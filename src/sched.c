@@ -91,6 +91,7 @@
 #include "scheduler.h"
 #include "sysmon.h"
 #include "thread.h"
+#include "uring.h"
 
 gmp__sched_t gmp__sched;
 
@@ -696,6 +697,18 @@ static gmp_g *poll_nonblocking(void)
 	return g;
 }
 
+/* With our P: completed file operations (uring.c), any P's ring. */
+static gmp_g *reap_rings(void)
+{
+	gmp__gqueue q = { 0 };
+	if (gmp__uring_reap(&q) == 0)
+		return NULL;
+	gmp_g *g = gmp__gq_pop(&q);
+	gmp__injectglist(&q);
+	gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
+	return g;
+}
+
 /* Finds a runnable G for m, blocking (parking m) until there is one.
  * Returns with m holding a P. */
 static gmp_g *findrunnable(gmp__m *m, bool *inherit)
@@ -741,7 +754,10 @@ top:;
 			return g;
 	}
 
-	/* Finished I/O waits, before taking other Ps' work. */
+	/* Finished I/O waits, before taking other Ps' work: the rings'
+	 * completions first (uring.c), then the network poller. */
+	if ((g = reap_rings()) != NULL)
+		return g;
 	if ((g = poll_nonblocking()) != NULL)
 		return g;
 
@@ -1138,6 +1154,7 @@ void gmp__sched_stop(void)
 		gmp__free(m);
 		m = next;
 	}
+	gmp__uring_stop(); /* the rings, before their Ps */
 	gmp__netpoll_shutdown();
 	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
 		gmp__p *p = gmp__sched.allp[i];
