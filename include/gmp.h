@@ -473,8 +473,10 @@ GMP_EXTERN int64_t gmp_nanotime(void);
  *     gmp_timer_free(tk);
  *
  * A channel timer's channel has a buffer of one int64_t: each fire tries
- * to put the gmp_nanotime() of the fire there, and a fire that finds the
- * buffer full is dropped, so a ticker nobody reads for a while holds
+ * to put there the time the fire was due (on gmp_nanotime's clock; the
+ * fire happens then or a little after, never before, and a ticker's
+ * values are whole periods apart), and a fire that finds the buffer full
+ * is dropped, so a ticker nobody reads for a while holds
  * exactly one (the oldest) value, and its ticks are never queued up. The
  * channel is the timer's: receive from it (gmp_chan_recv, try_recv,
  * gmp_select), never send, close or free it.

@@ -142,14 +142,18 @@ bool gmp__timer_stop(gmp__timer *t)
 	for (;;) {
 		gmp__p *p = gmp__loadp_acq(&t->p);
 		if (!p) {
-			/* Not in a heap: never started, done, or running. */
-			if (gmp__load32_acq(&t->state) != TIMER_RUNNING)
+			/* Not in a heap when we looked: never started, done,
+			 * running, or (periodic) armed again since. */
+			uint32_t st = gmp__load32_acq(&t->state);
+			if (st == TIMER_IDLE)
 				return false;
-			for (int spins = 0;
-			     gmp__load32_acq(&t->state) == TIMER_RUNNING;
-			     spins++)
+			for (int spins = 0; st == TIMER_RUNNING; spins++) {
 				spins < 64 ? gmp__cpu_relax() : gmp__osyield();
-			continue; /* a periodic one may be in a heap again */
+				st = gmp__load32_acq(&t->state);
+			}
+			/* PENDING: in a heap again, and (acquire) its t->p is
+			 * published: look again. IDLE: done, look again too. */
+			continue;
 		}
 		gmp__timers *ts = &p->timers;
 		gmp__lock(&ts->lock);

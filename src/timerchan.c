@@ -36,6 +36,7 @@
  */
 #include <limits.h>
 
+#include "chan.h"
 #include "preempt.h"
 #include "runtime.h"
 #include "scheduler.h"
@@ -44,17 +45,21 @@
 struct gmp_timer {
 	gmp__timer rt;   /* the runtime timer; rt.arg is this timer */
 	gmp__mutex lock; /* stop, reset and free */
-	gmp_chan *c;     /* the channel; NULL for a func timer */
+	gmp_chan *c;     /* the channel, at the end of this allocation (one
+			    malloc per timer); NULL for a func timer */
 	gmp_fn fn;       /* a func timer's function, and its argument */
 	void *arg;
-};
+} __attribute__((aligned(16)));
 
 static void fire_chan(gmp__timer *rt)
 {
 	gmp_timer *t = rt->arg;
-	int64_t now = gmp__nanotime();
-	/* Full: the reader has not taken the last one yet; drop this one. */
-	(void)gmp_chan_try_send(t->c, &now);
+	/* The time it was due, which is at most now (as Go's sendTime sends
+	 * the current time less the lateness): a clock read saved per fire,
+	 * and ticks exactly a period apart. Full: the reader has not taken
+	 * the last one yet; drop this one. */
+	int64_t when = rt->when;
+	(void)gmp_chan_try_send(t->c, &when);
 }
 
 static void fire_func(gmp__timer *rt)
@@ -101,22 +106,20 @@ static gmp_timer *timer_make(int64_t delay, int64_t period, gmp_fn fn,
 	/* arms on the caller's P: inside the runtime (preempt.h) */
 	gmp__stay stay
 		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
+	size_t chan = fn ? 0 : gmp__chan_bytes(sizeof(int64_t), 1);
 	int saved = errno;
-	gmp_timer *t = gmp__calloc(1, sizeof *t);
-	if (t && !fn && !(t->c = gmp_chan_new(sizeof(int64_t), 1))) {
-		gmp__free(t);
-		t = NULL;
-	}
+	gmp_timer *t = gmp__calloc(1, sizeof *t + chan);
 	errno = saved;
 	if (!t)
 		return NULL;
+	if (!fn)
+		t->c = gmp__chan_init(t + 1, sizeof(int64_t), 1);
 	t->rt.fn = fn ? fire_func : fire_chan;
 	t->rt.arg = t;
 	t->rt.period = period;
 	t->fn = fn;
 	t->arg = arg;
 	if (arm(t, delay) != 0) {
-		gmp_chan_free(t->c);
 		gmp__free(t);
 		return NULL;
 	}
@@ -199,6 +202,7 @@ GMP_EXTERN void gmp_timer_free(gmp_timer *t)
 	gmp__lock(&t->lock);
 	disarm(t); /* after it, no fire is under way or to come */
 	gmp__unlock(&t->lock);
-	gmp_chan_free(t->c); /* with a receiver still waiting: aborts */
+	if (t->c) /* with a receiver still waiting: aborts */
+		gmp__chan_check_unused(t->c);
 	gmp__free(t);
 }

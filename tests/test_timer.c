@@ -550,8 +550,8 @@ static uint64_t xorshift(uint64_t *x)
 static void stress_work(uint64_t seed, int rounds)
 {
 	gmp_chan *quiet = gmp_chan_new(sizeof(int64_t), 0);
-	gmp_timer *t = gmp_timer_new(0, 0);
 	int64_t armed = gmp_nanotime(), delay = 0, v;
+	gmp_timer *t = gmp_timer_new(0, 0);
 	for (int i = 0; i < rounds; i++) {
 		uint64_t r = xorshift(&seed);
 		switch (r % 6) {
