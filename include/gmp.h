@@ -463,6 +463,63 @@ GMP_EXTERN void gmp_sleep(int64_t ns);
 /* Monotonic clock, nanoseconds. Never switches. */
 GMP_EXTERN int64_t gmp_nanotime(void);
 
+/* Timers and tickers, as Go's time.Timer, time.Ticker and time.AfterFunc
+ * (with Go 1.23's rules for stop and reset). A timer lives in the per-P
+ * timer heaps, like a sleeping task's, and holds no thread; one made on a
+ * thread that is not a task works the same (it starts the runtime if it is
+ * off, as gmp_go does). None of these calls blocks or switches.
+ *
+ *     gmp_timer *tk = gmp_timer_new(0, 10 * 1000000);   // every 10 ms
+ *     int64_t at;
+ *     gmp_chan_recv(gmp_timer_chan(tk), &at);   // or in a gmp_select
+ *     ...
+ *     gmp_timer_free(tk);
+ *
+ * A channel timer's channel has a buffer of one int64_t: each fire tries
+ * to put there the time the fire was due (on gmp_nanotime's clock; the
+ * fire happens then or a little after, never before, and a ticker's
+ * values are whole periods apart), and a fire that finds the buffer full
+ * is dropped, so a ticker nobody reads for a while holds
+ * exactly one (the oldest) value, and its ticks are never queued up. The
+ * channel is the timer's: receive from it (gmp_chan_recv, try_recv,
+ * gmp_select), never send, close or free it.
+ *
+ * A gmp_timer still pending at gmp_shutdown never fires; free it as usual
+ * (before or after). */
+typedef struct gmp_timer gmp_timer;
+
+/* A timer whose channel receives a value after delay_ns (0: at once), and
+ * then every period_ns if period_ns > 0 (a ticker). NULL if either is
+ * negative, on -ENOMEM, or if the runtime cannot be started. Any thread. */
+GMP_EXTERN gmp_timer *gmp_timer_new(int64_t delay_ns, int64_t period_ns);
+/* A timer that runs fn(arg) as a new task after delay_ns (time.AfterFunc):
+ * a task even when the timer was made on a thread that is not one. Its
+ * gmp_timer_chan is NULL. NULL for a negative delay, a NULL fn, -ENOMEM,
+ * or a runtime that cannot be started. */
+GMP_EXTERN gmp_timer *gmp_timer_func(int64_t delay_ns, void (*fn)(void *),
+				     void *arg);
+/* The channel of a timer from gmp_timer_new; NULL for gmp_timer_func's.
+ * NULL t aborts. */
+GMP_EXTERN gmp_chan *gmp_timer_chan(gmp_timer *t);
+/* Stops t: true if a fire was pending (always, for a running ticker),
+ * false if it had fired already or was stopped. When it returns, no fire
+ * is under way any more, and a value that fired but was not received has
+ * been discarded: no receive after it gets a value from before. A func
+ * timer stopped in time never runs fn. NULL t aborts. */
+GMP_EXTERN bool gmp_timer_stop(gmp_timer *t);
+/* Stops t as gmp_timer_stop does (with the same result and the same
+ * discarding of a stale value), then arms it again to fire after
+ * delay_ns, then every period_ns if that is > 0 (a func timer given a
+ * period runs fn as a new task each period). A negative delay or period,
+ * or NULL t, aborts. */
+GMP_EXTERN bool gmp_timer_reset(gmp_timer *t, int64_t delay_ns,
+				int64_t period_ns);
+/* Stops t and frees it and its channel, also while it is pending or
+ * firing: after it, fn of a func timer that had not fired never runs.
+ * A task or thread still blocked receiving from the channel aborts, as
+ * gmp_chan_free does. NULL t aborts. */
+GMP_EXTERN void gmp_timer_free(gmp_timer *t);
+
 /* I/O. Each returns what its libc namesake returns, or -errno instead of
  * -1 (errno itself is left alone). Callable from a task or any thread;
  * each is a switch point.

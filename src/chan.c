@@ -54,21 +54,38 @@ static _Noreturn void block_forever(uint32_t reason)
 	gmp__throw("a task blocked on a nil channel was woken");
 }
 
-GMP_EXTERN gmp_chan *gmp_chan_new(size_t elem_size, size_t cap)
+/* The buffer follows the struct, aligned for any element type. */
+static size_t chan_hdr(void)
 {
-	/* The buffer follows the struct, aligned for any element type. */
-	size_t hdr = (sizeof(gmp_chan) + 15) & ~(size_t)15;
+	return (sizeof(gmp_chan) + 15) & ~(size_t)15;
+}
+
+size_t gmp__chan_bytes(size_t elem_size, size_t cap)
+{
+	size_t hdr = chan_hdr();
 	if (elem_size && cap > ((size_t)PTRDIFF_MAX - hdr) / elem_size)
-		return NULL;
-	int saved = errno;
-	gmp_chan *c = gmp__calloc(1, hdr + elem_size * cap);
-	errno = saved;
-	if (!c)
-		return NULL;
+		return 0;
+	return hdr + elem_size * cap;
+}
+
+gmp_chan *gmp__chan_init(void *mem, size_t elem_size, size_t cap)
+{
+	gmp_chan *c = mem;
 	c->elem_size = elem_size;
 	c->cap = cap;
-	c->buf = (unsigned char *)c + hdr;
+	c->buf = (unsigned char *)c + chan_hdr();
 	return c;
+}
+
+GMP_EXTERN gmp_chan *gmp_chan_new(size_t elem_size, size_t cap)
+{
+	size_t bytes = gmp__chan_bytes(elem_size, cap);
+	if (!bytes)
+		return NULL;
+	int saved = errno;
+	void *mem = gmp__calloc(1, bytes);
+	errno = saved;
+	return mem ? gmp__chan_init(mem, elem_size, cap) : NULL;
 }
 
 /* Both directions may ready a partner into the caller's P or park:
@@ -253,15 +270,20 @@ GMP_EXTERN void gmp_chan_close(gmp_chan *c)
 	chan_close(c);
 }
 
-GMP_EXTERN void gmp_chan_free(gmp_chan *c)
+void gmp__chan_check_unused(gmp_chan *c)
 {
-	if (!c)
-		return;
 	gmp__lock(&c->lock);
 	bool recv = c->recvq.first != NULL, send = c->sendq.first != NULL;
 	gmp__unlock(&c->lock);
 	if (recv || send)
 		gmp__throw("free of a channel with %s still waiting on it",
 			   recv ? "receivers" : "senders");
+}
+
+GMP_EXTERN void gmp_chan_free(gmp_chan *c)
+{
+	if (!c)
+		return;
+	gmp__chan_check_unused(c);
 	gmp__free(c);
 }

@@ -81,6 +81,14 @@ struct gmp_chan {
 				     immutable */
 };
 
+/* For a channel inside another object (a gmp_timer's): the bytes one of
+ * cap elements of elem_size takes, 0 if that is absurd; making one in
+ * zeroed memory of that size, 16-byte aligned; and gmp_chan_free's check
+ * that nobody waits on it (aborting if someone does), freeing nothing. */
+size_t gmp__chan_bytes(size_t elem_size, size_t cap);
+gmp_chan *gmp__chan_init(void *mem, size_t elem_size, size_t cap);
+void gmp__chan_check_unused(gmp_chan *c);
+
 /* ---- queues (c->lock held) ------------------------------------------------ */
 
 static inline void gmp__waitq_push(gmp__waitq *q, gmp__sudog *sg)

@@ -34,6 +34,7 @@
 #include "stack.h"
 #include "sysmon.h"
 #include "uring.h"
+#include "timer.h"
 
 enum { RT_OFF = 0, RT_RUNNING = 1, RT_DRAINING = 2 };
 
@@ -345,6 +346,10 @@ GMP_EXTERN int gmp_shutdown(void)
 	pthread_rwlock_unlock(&rt_lock);
 
 	wait_no_tasks(false); /* api_lock keeps out any other teardown */
+	/* gmp_timer timers may still be pending (design.md §12): drop them,
+	 * and wait for any task one started as it fired. */
+	while (gmp__timers_drop_all())
+		wait_no_tasks(false);
 	gmp__sigquit_restore();
 	gmp__signal_restore();
 	/* Users of the runtime's structures from other threads (stats,

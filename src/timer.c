@@ -13,7 +13,10 @@
  *
  * timers_run sets RUNNING before it clears t->p (both under the heap
  * lock), so a stopper that sees t->p == NULL and then reads the state
- * cannot miss a run in progress.
+ * cannot miss a run in progress. A periodic timer goes from RUNNING
+ * straight back to PENDING: timers_run publishes its new t->p before the
+ * state (release), so a stopper that waited the run out and then sees
+ * PENDING finds the heap it is in, and removes it from there.
  */
 #include "internal.h"
 #include "scheduler.h"
@@ -92,28 +95,31 @@ static int heap_push(gmp__timers *ts, gmp__timer *t)
 	return 0;
 }
 
-void gmp__timer_start(gmp__timer *t, int64_t when)
+/* Pushes t onto p's heap (ts->lock held). Out of memory is fatal, as in
+ * Go: failing the timer would make a sleep or a timeout end early,
+ * silently. Returns whether t is now the earliest on p. */
+static bool push_locked(gmp__p *p, gmp__timer *t, int64_t when)
 {
-	gmp__m *m;
-	gmp__getg(&m);
-	gmp__p *p = m ? m->p : NULL;
-	if (!p)
-		gmp__throw("timer_start without a P");
-	if (gmp__load32_rlx(&t->state) != TIMER_IDLE)
-		gmp__throw("timer_start: timer %p is already armed", (void *)t);
 	gmp__timers *ts = &p->timers;
-	gmp__lock(&ts->lock);
 	t->when = when;
-	/* Out of memory here is fatal, as in Go: failing the timer would make
-	 * a sleep or a timeout end early, silently. */
 	if (heap_push(ts, t) != 0)
 		gmp__throw("out of memory growing the timer heap of P %d "
 			   "(%d timers)",
 			   p->id, ts->len);
-	bool earliest = t->idx == 0;
-	gmp__store32_rlx(&t->state, TIMER_PENDING);
 	gmp__storep_rel(&t->p, p);
+	/* release, after t->p: see the top comment (periodic timers) */
+	gmp__store32_rel(&t->state, TIMER_PENDING);
 	publish_next(ts);
+	return t->idx == 0;
+}
+
+void gmp__timer_start_on(gmp__timer *t, int64_t when, gmp__p *p)
+{
+	if (gmp__load32_rlx(&t->state) != TIMER_IDLE)
+		gmp__throw("timer_start: timer %p is already armed", (void *)t);
+	gmp__timers *ts = &p->timers;
+	gmp__lock(&ts->lock);
+	bool earliest = push_locked(p, t, when);
 	gmp__unlock(&ts->lock);
 	/* A new earliest timer on this P: an M sleeping in the poller until
 	 * some later time must wake up sooner. */
@@ -121,17 +127,33 @@ void gmp__timer_start(gmp__timer *t, int64_t when)
 		gmp__wake_netpoller(when);
 }
 
+void gmp__timer_start(gmp__timer *t, int64_t when)
+{
+	gmp__m *m;
+	gmp__getg(&m);
+	gmp__p *p = m ? m->p : NULL;
+	if (!p)
+		gmp__throw("timer_start without a P");
+	gmp__timer_start_on(t, when, p);
+}
+
 bool gmp__timer_stop(gmp__timer *t)
 {
 	for (;;) {
 		gmp__p *p = gmp__loadp_acq(&t->p);
 		if (!p) {
-			/* Not in a heap: never started, done, or running. */
-			for (int spins = 0;
-			     gmp__load32_acq(&t->state) == TIMER_RUNNING;
-			     spins++)
+			/* Not in a heap when we looked: never started, done,
+			 * running, or (periodic) armed again since. */
+			uint32_t st = gmp__load32_acq(&t->state);
+			if (st == TIMER_IDLE)
+				return false;
+			for (int spins = 0; st == TIMER_RUNNING; spins++) {
 				spins < 64 ? gmp__cpu_relax() : gmp__osyield();
-			return false;
+				st = gmp__load32_acq(&t->state);
+			}
+			/* PENDING: in a heap again, and (acquire) its t->p is
+			 * published: look again. IDLE: done, look again too. */
+			continue;
 		}
 		gmp__timers *ts = &p->timers;
 		gmp__lock(&ts->lock);
@@ -147,6 +169,44 @@ bool gmp__timer_stop(gmp__timer *t)
 	}
 }
 
+/* When a periodic timer that was due at `when` fires next: the first
+ * multiple of period after now (the ticks missed meanwhile are dropped,
+ * as Go's tickers drop them), saturating. */
+static int64_t next_tick(int64_t when, int64_t period, int64_t now)
+{
+	int64_t late = now - when; /* >= 0: it was due */
+	int64_t ticks = late / period + 1;
+	if (ticks > (INT64_MAX - when) / period)
+		return INT64_MAX;
+	return when + ticks * period;
+}
+
+/* Arms the periodic t again after its run (t is RUNNING, so no stopper
+ * has it): on p, the heap it ran from, unless p has retired, whose timers
+ * went to P0 already; then on P0, which never retires. A retiring P's
+ * status is set before its timers move under its heap lock, so whoever
+ * takes that lock after the move sees DEAD. */
+static void rearm(gmp__p *p, gmp__timer *t, int64_t when)
+{
+	gmp__timers *ts = &p->timers;
+	gmp__lock(&ts->lock);
+	if (GMP__UNLIKELY(gmp__load32_acq(&p->status) == GMP__P_DEAD &&
+			  p != gmp__sched.allp[0])) {
+		gmp__unlock(&ts->lock);
+		gmp__p *p0 = gmp__sched.allp[0];
+		gmp__lock(&p0->timers.lock);
+		bool earliest = push_locked(p0, t, when);
+		gmp__unlock(&p0->timers.lock);
+		if (earliest)
+			gmp__wake_netpoller(when);
+		return;
+	}
+	/* The pop made room: no allocation here unless a timer was added
+	 * meanwhile. The caller computes the next deadline after this. */
+	push_locked(p, t, when);
+	gmp__unlock(&ts->lock);
+}
+
 int64_t gmp__timers_run(gmp__p *p, int64_t now)
 {
 	gmp__timers *ts = &p->timers;
@@ -157,14 +217,21 @@ int64_t gmp__timers_run(gmp__p *p, int64_t now)
 	while (ts->len && ts->heap[0]->when <= now) {
 		gmp__timer *t = ts->heap[0];
 		heap_remove(ts, 0);
+		ts->fired++;
+		ts->firing++;
 		gmp__store32_rlx(&t->state, TIMER_RUNNING);
 		gmp__storep_rel(&t->p, NULL);
 		publish_next(ts);
 		gmp__unlock(&ts->lock);
 		t->fn(t);
-		/* release: stop's acquire sees fn's effects finished */
-		gmp__store32_rel(&t->state, TIMER_IDLE);
+		/* While RUNNING, nobody else changes t (stop waits), so its
+		 * period is still the one it ran with. */
+		if (t->period > 0)
+			rearm(p, t, next_tick(t->when, t->period, now));
+		else /* release: stop's acquire sees fn's effects finished */
+			gmp__store32_rel(&t->state, TIMER_IDLE);
 		gmp__lock(&ts->lock);
+		ts->firing--; /* after the re-arm: see gmp__timers_drop_all */
 	}
 	next = ts->len ? ts->heap[0]->when : 0;
 	gmp__unlock(&ts->lock);
@@ -194,10 +261,61 @@ void gmp__timers_move(gmp__p *from, gmp__p *to)
 	gmp__unlock(first);
 }
 
+/* Drops every timer in ts (its lock held); returns how many. */
+static int32_t drop_locked(gmp__timers *ts)
+{
+	int32_t n = ts->len;
+	while (ts->len) {
+		gmp__timer *t = ts->heap[--ts->len];
+		ts->heap[ts->len] = NULL;
+		gmp__storep_rlx(&t->p, NULL);
+		gmp__store32_rel(&t->state, TIMER_IDLE);
+	}
+	publish_next(ts);
+	return n;
+}
+
+/* Sums the Ps' fire counts; *busy is set if a fire is under way. */
+static uint64_t fired_sum(uint32_t n, bool *busy)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		gmp__timers *ts = &gmp__sched.allp[i]->timers;
+		gmp__lock(&ts->lock);
+		sum += ts->fired;
+		*busy |= ts->firing != 0;
+		gmp__unlock(&ts->lock);
+	}
+	return sum;
+}
+
+/* One pass: the fire counts, the drop, the counts again. A timer that was
+ * pending when the pass began and escaped the drop was popped to run
+ * meanwhile (perhaps re-armed on a heap dropped already), which changes
+ * a count; one that was running when it began was counted as firing. So a
+ * pass that drops nothing, with the counts unchanged and nothing firing,
+ * proves that no timer is left. */
+bool gmp__timers_drop_all(void)
+{
+	uint32_t n = gmp__load32_acq(&gmp__sched.nallp);
+	bool busy = false;
+	uint64_t before = fired_sum(n, &busy);
+	int32_t dropped = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		gmp__timers *ts = &gmp__sched.allp[i]->timers;
+		gmp__lock(&ts->lock);
+		dropped += drop_locked(ts);
+		gmp__unlock(&ts->lock);
+	}
+	uint64_t after = fired_sum(n, &busy);
+	if (busy)
+		gmp__osyield();
+	return dropped || busy || before != after;
+}
+
 void gmp__timers_destroy(gmp__timers *ts)
 {
-	if (ts->len)
-		gmp__throw("timers_destroy: %d timers still pending", ts->len);
+	drop_locked(ts);
 	gmp__free(ts->heap);
 	ts->heap = NULL;
 	ts->cap = 0;

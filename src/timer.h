@@ -25,6 +25,10 @@ struct gmp__timer {
 	void *arg;                 /* for fn */
 	gmp__p *volatile p;        /* atomic: the heap holding it, or NULL;
 				      changed only under that heap's lock */
+	int64_t period;            /* > 0: after fn, timers_run arms t
+				      again at when + period (ticks that
+				      are already past are skipped); set
+				      only while t is not in a heap */
 	int32_t idx;               /* position in the heap; its lock */
 	volatile uint32_t state;   /* atomic: TIMER_* in timer.c */
 };
@@ -36,6 +40,8 @@ typedef struct gmp__timers {
 	int32_t len, cap;
 	volatile int64_t next; /* atomic: earliest when, 0 if empty;
 				      read lock-free by idle Ms and sysmon */
+	uint64_t fired;        /* timers popped to run, ever; lock */
+	int32_t firing;        /* of those, fn (and a re-arm) not done; lock */
 } gmp__timers;
 
 /* Arms t (fn and arg set by the caller) to run at `when`, on the heap of
@@ -45,9 +51,16 @@ typedef struct gmp__timers {
  * a sleep or timeout early without a word. */
 void gmp__timer_start(gmp__timer *t, int64_t when);
 
+/* gmp__timer_start on the heap of p, from a thread that holds no P (a
+ * thread that is not a task, or a task inside a gmp_enter_syscall
+ * window): p must be one that never retires (P0), and the caller holds
+ * the runtime (gmp__rt_hold) so that it cannot be torn down meanwhile. */
+void gmp__timer_start_on(gmp__timer *t, int64_t when, gmp__p *p);
+
 /* Disarms t from any thread. Returns true if t was pending and will not
- * run; false if it already ran or was never started. When it returns
- * false, t's fn has finished: the caller may free t. */
+ * run; false if it already ran or was never started. Either way t's fn
+ * has finished and t is in no heap (a periodic t that was running is
+ * disarmed once fn returns): the caller may free t. */
 bool gmp__timer_stop(gmp__timer *t);
 
 /* Runs p's due timers (the caller holds p, or is stealing from it) and
@@ -63,7 +76,16 @@ static inline int64_t gmp__timers_next(gmp__timers *ts)
 /* Moves every timer of `from` to `to` (a P retiring). */
 void gmp__timers_move(gmp__p *from, gmp__p *to);
 
-/* Frees the heap array (shutdown; the heap must be empty). */
+/* gmp_shutdown, once no task is left: drops every timer of every P
+ * (marked idle: a later gmp__timer_stop says false). With no task left
+ * only gmp_timer's can be pending, and they never fire after shutdown.
+ * Returns false if there was nothing to drop and no timer ran meanwhile;
+ * true otherwise, since a timer that ran may have started a task (the
+ * caller waits for the tasks again, and asks again). */
+bool gmp__timers_drop_all(void);
+
+/* Frees the heap array (shutdown). Timers still in it are dropped, as by
+ * gmp__timers_drop_all. */
 void gmp__timers_destroy(gmp__timers *ts);
 
 #endif

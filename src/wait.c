@@ -78,6 +78,7 @@ static bool park_unlock(gmp_g *g, void *arg)
 	 * another M and let the task run on, reusing *arg's stack frame. */
 	struct park_args a = *(struct park_args *)arg;
 	a.w->timer.fn = waiter_timeout;
+	a.w->timer.period = 0;
 	a.w->timer.arg = a.w;
 	gmp__timer_start(&a.w->timer, a.deadline);
 	a.unlock(a.lock);

@@ -690,6 +690,90 @@ static void test_misuse_sem_bad_counts_abort(void **s)
 	tu_expect_abort(child_sem_overflow, NULL, "beyond INT64_MAX");
 }
 
+/* ---- timers ------------------------------------------------------------------ */
+
+/* arg selects the call: 0 chan, 1 stop, 2 reset, 3 free of NULL; 4 reset
+ * with a negative delay, 5 with a negative period; 6 free with a receiver
+ * still blocked on the timer's channel. */
+static void timer_blocked_recv(void *arg)
+{
+	int64_t v;
+	gmp_chan_recv(gmp_timer_chan(arg), &v);
+}
+
+static void child_timer_misuse(void *arg)
+{
+	int which = (int)(intptr_t)arg;
+	tu_init(1);
+	gmp_timer *t = gmp_timer_new(SEC, 0);
+	T_ASSERT(t);
+	switch (which) {
+	case 0:
+		gmp_timer_chan(NULL);
+		break;
+	case 1:
+		gmp_timer_stop(NULL);
+		break;
+	case 2:
+		gmp_timer_reset(NULL, 0, 0);
+		break;
+	case 3:
+		gmp_timer_free(NULL);
+		break;
+	case 4:
+		gmp_timer_reset(t, -1, 0);
+		break;
+	case 5:
+		gmp_timer_reset(t, 0, -1);
+		break;
+	case 6:
+		T_ASSERT(gmp_go(timer_blocked_recv, t) > 0);
+		TU_WAIT_FOR(tu_stats().tasks_waiting == 1);
+		gmp_timer_free(t);
+		break;
+	}
+}
+
+static void test_misuse_timer_null_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_timer_misuse, (void *)0,
+			"gmp_timer_chan of a NULL timer");
+	tu_expect_abort(child_timer_misuse, (void *)1,
+			"gmp_timer_stop of a NULL timer");
+	tu_expect_abort(child_timer_misuse, (void *)2,
+			"gmp_timer_reset of a NULL timer");
+	tu_expect_abort(child_timer_misuse, (void *)3,
+			"gmp_timer_free of a NULL timer");
+}
+
+static void test_misuse_timer_reset_negative_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_timer_misuse, (void *)4,
+			"gmp_timer_reset with a negative delay");
+	tu_expect_abort(child_timer_misuse, (void *)5,
+			"gmp_timer_reset with a negative period");
+}
+
+static void test_misuse_timer_free_with_receiver_aborts(void **s)
+{
+	(void)s;
+	tu_expect_abort(child_timer_misuse, (void *)6,
+			"free of a channel with receivers still waiting");
+}
+
+static void test_misuse_timer_bad_arguments(void **s)
+{
+	(void)s;
+	/* NULL, and the runtime is not started by them. */
+	assert_null(gmp_timer_new(-1, 0));
+	assert_null(gmp_timer_new(0, -5));
+	assert_null(gmp_timer_func(-1, nop, NULL));
+	assert_null(gmp_timer_func(0, NULL, NULL));
+	assert_int_equal(tu_stats().procs, 0);
+}
+
 GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_bad_config_values),
 	      cmocka_unit_test(test_misuse_bad_env_despite_config),
@@ -707,5 +791,9 @@ GMP_TEST_MAIN(cmocka_unit_test(test_misuse_go_null),
 	      cmocka_unit_test(test_misuse_once_recursive_aborts),
 	      cmocka_unit_test(test_misuse_cond_wait_without_mutex_aborts),
 	      cmocka_unit_test(test_misuse_sem_bad_counts_abort),
+	      cmocka_unit_test(test_misuse_timer_null_aborts),
+	      cmocka_unit_test(test_misuse_timer_reset_negative_aborts),
+	      cmocka_unit_test(test_misuse_timer_free_with_receiver_aborts),
+	      cmocka_unit_test(test_misuse_timer_bad_arguments),
 	      /* last: no key can be made after it in this process */
 	      cmocka_unit_test(test_misuse_keys_run_out))

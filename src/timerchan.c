@@ -1,0 +1,208 @@
+/* Timers and tickers as channels, and timers that start a task
+ * (design.md §12: Go's time.NewTimer, time.NewTicker and time.AfterFunc).
+ *
+ * A gmp_timer is one runtime timer (timer.h) in a per-P heap, like a
+ * sleeping task's, plus what its firing does:
+ *
+ *   channel  fire_chan sends the time of the fire into a channel of one
+ *            int64_t with a try-send: a value nobody took yet keeps the
+ *            buffer full, and the new one is dropped. It never blocks and
+ *            never allocates, so it may run wherever timers run (a
+ *            scheduler's g0, on the P that ran its heap).
+ *   func     fire_func starts fn(arg) as a new task, on the P that ran the
+ *            heap (into its runnext, as a spawn from a task would).
+ *
+ * A period > 0 makes the runtime timer periodic: timers_run arms it again
+ * itself after the fire, on the same heap, skipping ticks already past.
+ *
+ * Where it lives. Armed from a task, on the task's P; from a thread with
+ * no P (a plain thread, or a task inside a gmp_enter_syscall window), on
+ * P0, which never retires. When a P retires its heap moves to P0 with
+ * everything in it, these timers included (sched.c's p_die).
+ *
+ * Stop and reset (Go 1.23's rule: no stale value after them). A stop
+ * removes the runtime timer from its heap, or, if it is firing right now,
+ * waits for the fire to finish (gmp__timer_stop): after it no fire of the
+ * old arming is under way or to come. Any value one put in the buffer is
+ * then already there, and the stop takes it out. So a receive after stop
+ * or reset returns only a value of a later arming; a receiver that took a
+ * value before has received it legitimately. stop and reset report
+ * whether the runtime timer was still in a heap: for a ticker, always
+ * while it runs.
+ *
+ * t->lock serialises stop, reset and free of one timer (Go's timer
+ * mutex), so that two resets from two threads cannot both arm it; it is
+ * held only for those short, non-blocking steps.
+ */
+#include <limits.h>
+
+#include "chan.h"
+#include "preempt.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "timer.h"
+
+struct gmp_timer {
+	gmp__timer rt;   /* the runtime timer; rt.arg is this timer */
+	gmp__mutex lock; /* stop, reset and free */
+	gmp_chan *c;     /* the channel, at the end of this allocation (one
+			    malloc per timer); NULL for a func timer */
+	gmp_fn fn;       /* a func timer's function, and its argument */
+	void *arg;
+} __attribute__((aligned(16)));
+
+static void fire_chan(gmp__timer *rt)
+{
+	gmp_timer *t = rt->arg;
+	/* The time it was due, which is at most now (as Go's sendTime sends
+	 * the current time less the lateness): a clock read saved per fire,
+	 * and ticks exactly a period apart. Full: the reader has not taken
+	 * the last one yet; drop this one. */
+	int64_t when = rt->when;
+	(void)gmp_chan_try_send(t->c, &when);
+}
+
+static void fire_func(gmp__timer *rt)
+{
+	gmp_timer *t = rt->arg;
+	/* On g0 with a P: the task goes into that P's runnext. Out of memory
+	 * is fatal, as for the timer heap: fn would silently never run. */
+	if (gmp_go(t->fn, t->arg) < 0)
+		gmp__throw(
+			"out of memory starting the task of a gmp_timer_func "
+			"timer");
+}
+
+static int64_t deadline_after(int64_t delay)
+{
+	int64_t now = gmp__nanotime();
+	return delay > INT64_MAX - now ? INT64_MAX : now + delay;
+}
+
+/* Arms t to fire after delay. The caller is inside the runtime. Returns 0,
+ * or the error of starting the runtime for a thread that holds no P. */
+static int arm(gmp_timer *t, int64_t delay)
+{
+	int64_t when = deadline_after(delay);
+	gmp__m *m;
+	gmp__getg(&m);
+	if (m && m->p) {
+		gmp__timer_start(&t->rt, when);
+		return 0;
+	}
+	int err = gmp__rt_hold(true);
+	if (err)
+		return err;
+	gmp__timer_start_on(&t->rt, when, gmp__sched.allp[0]);
+	gmp__rt_release();
+	return 0;
+}
+
+static gmp_timer *timer_make(int64_t delay, int64_t period, gmp_fn fn,
+			     void *arg)
+{
+	if (delay < 0 || period < 0)
+		return NULL;
+	/* arms on the caller's P: inside the runtime (preempt.h) */
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
+	size_t chan = fn ? 0 : gmp__chan_bytes(sizeof(int64_t), 1);
+	int saved = errno;
+	gmp_timer *t = gmp__calloc(1, sizeof *t + chan);
+	errno = saved;
+	if (!t)
+		return NULL;
+	if (!fn)
+		t->c = gmp__chan_init(t + 1, sizeof(int64_t), 1);
+	t->rt.fn = fn ? fire_func : fire_chan;
+	t->rt.arg = t;
+	t->rt.period = period;
+	t->fn = fn;
+	t->arg = arg;
+	if (arm(t, delay) != 0) {
+		gmp__free(t);
+		return NULL;
+	}
+	return t;
+}
+
+GMP_EXTERN gmp_timer *gmp_timer_new(int64_t delay_ns, int64_t period_ns)
+{
+	return timer_make(delay_ns, period_ns, NULL, NULL);
+}
+
+GMP_EXTERN gmp_timer *gmp_timer_func(int64_t delay_ns, void (*fn)(void *),
+				     void *arg)
+{
+	if (!fn)
+		return NULL;
+	return timer_make(delay_ns, 0, fn, arg);
+}
+
+GMP_EXTERN gmp_chan *gmp_timer_chan(gmp_timer *t)
+{
+	if (!t)
+		gmp__throw("gmp_timer_chan of a NULL timer");
+	return t->c;
+}
+
+/* Disarms t (t->lock held) and discards a value an old fire left in the
+ * channel. Returns whether a fire was pending. */
+static bool disarm(gmp_timer *t)
+{
+	bool pending = gmp__timer_stop(&t->rt);
+	if (t->c) {
+		int64_t stale;
+		(void)gmp_chan_try_recv(t->c, &stale);
+	}
+	return pending;
+}
+
+GMP_EXTERN bool gmp_timer_stop(gmp_timer *t)
+{
+	if (!t)
+		gmp__throw("gmp_timer_stop of a NULL timer");
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
+	gmp__lock(&t->lock);
+	bool pending = disarm(t);
+	gmp__unlock(&t->lock);
+	return pending;
+}
+
+GMP_EXTERN bool gmp_timer_reset(gmp_timer *t, int64_t delay_ns,
+				int64_t period_ns)
+{
+	if (!t)
+		gmp__throw("gmp_timer_reset of a NULL timer");
+	if (delay_ns < 0 || period_ns < 0)
+		gmp__throw("gmp_timer_reset with a negative %s (%lld)",
+			   delay_ns < 0 ? "delay" : "period",
+			   (long long)(delay_ns < 0 ? delay_ns : period_ns));
+	/* arms on the caller's P: inside the runtime (preempt.h) */
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
+	gmp__lock(&t->lock);
+	bool pending = disarm(t);
+	t->rt.period = period_ns; /* t is in no heap now */
+	int err = arm(t, delay_ns);
+	gmp__unlock(&t->lock);
+	if (err)
+		gmp__throw("gmp_timer_reset: the runtime is not running (%d)",
+			   err);
+	return pending;
+}
+
+GMP_EXTERN void gmp_timer_free(gmp_timer *t)
+{
+	if (!t)
+		gmp__throw("gmp_timer_free of a NULL timer");
+	gmp__stay stay
+		__attribute__((cleanup(gmp__stay_end))) = gmp__stay_begin();
+	gmp__lock(&t->lock);
+	disarm(t); /* after it, no fire is under way or to come */
+	gmp__unlock(&t->lock);
+	if (t->c) /* with a receiver still waiting: aborts */
+		gmp__chan_check_unused(t->c);
+	gmp__free(t);
+}
