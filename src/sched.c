@@ -884,9 +884,11 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	/* A switch point that was the task's last act in the runtime: it is
 	 * back in its own code from here (preempt.h). Last of all, after the
 	 * P's last use on this M for it; release: pairs with sysmon's
-	 * acquire of the mark. */
-	if (gmp__load8_rlx(&g->inrt) == GMP__INRT_LEAVE)
-		gmp__store8_rel(&g->inrt, GMP__INRT_OWN);
+	 * acquire of the mark. Without a branch: LEAVE becomes OWN, IN stays
+	 * IN. */
+	_Static_assert((GMP__INRT_LEAVE & GMP__INRT_IN) == GMP__INRT_OWN,
+		       "LEAVE & IN is OWN");
+	gmp__store8_rel(&g->inrt, gmp__load8_rlx(&g->inrt) & GMP__INRT_IN);
 	gmp__gogo(m, g);
 }
 
