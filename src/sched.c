@@ -696,6 +696,17 @@ static gmp_g *poll_nonblocking(void)
 	return g;
 }
 
+/* Whether p's schedtick gives the global queue its turn: schedtick % 61
+ * == 0, written as the multiply a compiler would make of it (61 is odd:
+ * the multiples of 61 times its inverse mod 2^32 are exactly the numbers
+ * up to UINT32_MAX / 61). Written out because GCC takes the scheduler's
+ * paths, which all end in calls that never return, for cold, and there
+ * compiles a remainder as a division. */
+static inline bool globrunq_turn(const gmp__p *p)
+{
+	return p->schedtick * 0xc10c9715u <= UINT32_MAX / 61;
+}
+
 /* Finds a runnable G for m, blocking (parking m) until there is one.
  * Returns with m holding a P. */
 static gmp_g *findrunnable(gmp__m *m, bool *inherit)
@@ -721,7 +732,7 @@ top:;
 
 	/* Fairness: look at the global queue first now and then, or two
 	 * tasks respawning each other could keep it waiting forever. */
-	if (p->schedtick % 61 == 0 && gmp__globrunq_has_work()) {
+	if (globrunq_turn(p) && gmp__globrunq_has_work()) {
 		gmp__lock(&gmp__sched.lock);
 		g = gmp__globrunq_get(p, 1);
 		gmp__unlock(&gmp__sched.lock);
@@ -946,11 +957,10 @@ _Noreturn void gmp__schedule(gmp__m *m)
 	if (m->lockedg)
 		gmp__schedule_locked(m); /* never returns; see below */
 	gmp__p *p = m->p;
-	if (GMP__LIKELY(!gmp__loadb_rlx(&p->preempt) && !m->spinning &&
-			(uint32_t)p->id <
-				gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
-			gmp__timers_next(&p->timers) == 0 &&
-			p->schedtick % 61 != 0)) {
+	if (GMP__LIKELY(
+		    !gmp__loadb_rlx(&p->preempt) && !m->spinning &&
+		    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+		    gmp__timers_next(&p->timers) == 0 && !globrunq_turn(p))) {
 		bool inherit;
 		gmp_g *g = gmp__runq_get(p, &inherit);
 		if (GMP__LIKELY(g != NULL)) {
