@@ -413,13 +413,12 @@ static void goexit1(void)
 	/* The destructors are the task's own code, run as such (the task
 	 * came here from its own code: its function returned, or it called
 	 * gmp_exit). */
-	if (g->nkeys) {
+	if (g->nkeys)
 		gmp__keys_destroy(g);
-		m = g->m; /* destructors may have switched threads */
-	}
-	/* For good: goexit0 gives the P what the task leaves. m stays ours
-	 * (a detached task takes a P back on its own M). */
+	/* For good: goexit0 gives the P what the task leaves. */
 	gmp__enter_for_good(g);
+	m = g->m; /* destructors may have switched threads; a detached
+		     task takes a P back on its own M */
 	gmp__fiber_to_g0(m, g, true);
 	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)goexit0,
 		       g);
