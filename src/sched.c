@@ -411,6 +411,17 @@ void gmp__wakep(void)
 	gmp__startm(p, true, false);
 }
 
+/* Whether p's schedtick gives the global queue its turn: schedtick % 61
+ * == 0, written as the multiply a compiler would make of it (61 is odd:
+ * the multiples of 61 times its inverse mod 2^32 are exactly the numbers
+ * up to UINT32_MAX / 61). Written out because GCC takes the scheduler's
+ * paths, which all end in calls that never return, for cold, and there
+ * compiles a remainder as a division. */
+static inline bool globrunq_turn(const gmp__p *p)
+{
+	return p->schedtick * 0xc10c9715u <= UINT32_MAX / 61;
+}
+
 static void becomespinning(gmp__m *m)
 {
 	gmp__storeb_rlx(&m->spinning, true);
@@ -694,17 +705,6 @@ static gmp_g *poll_nonblocking(void)
 		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
 	}
 	return g;
-}
-
-/* Whether p's schedtick gives the global queue its turn: schedtick % 61
- * == 0, written as the multiply a compiler would make of it (61 is odd:
- * the multiples of 61 times its inverse mod 2^32 are exactly the numbers
- * up to UINT32_MAX / 61). Written out because GCC takes the scheduler's
- * paths, which all end in calls that never return, for cold, and there
- * compiles a remainder as a division. */
-static inline bool globrunq_turn(const gmp__p *p)
-{
-	return p->schedtick * 0xc10c9715u <= UINT32_MAX / 61;
 }
 
 /* Finds a runnable G for m, blocking (parking m) until there is one.
