@@ -31,12 +31,40 @@
 
 #include "chan.h"
 #include "preempt.h"
+#include "task.h"
 #include "wait.h"
 
 /* gmp__waiter_sleep's unlock function for one channel: lock is &c->lock. */
 static void chan_unlock(void *lock)
 {
 	gmp__unlock(lock);
+}
+
+/* park_m's unlock function for a task parking on a channel (chan_park):
+ * lock is &c->lock. */
+static bool chan_park_unlock(gmp_g *g, void *lock)
+{
+	(void)g;
+	gmp__unlock(lock);
+	return true;
+}
+
+/* gmp__waiter_sleep(w, chan_unlock, &c->lock, reason, -1) for a waiter
+ * queued on c, with the common case (a task) parked straight from here,
+ * the channel's lock dropped by park_m's own unlock call: one indirection
+ * fewer on every blocking send and receive. */
+static inline __attribute__((always_inline)) void
+chan_park(gmp__waiter *w, gmp_chan *c, uint32_t reason)
+{
+	if (GMP__LIKELY(w->g != NULL)) {
+		gmp__park_g(w->g, chan_park_unlock, &c->lock, reason);
+		/* Only a waker readies a task waiter without a deadline.
+		 * acquire: pairs with the waker's release of the state, which
+		 * it stores after w->result and the value. */
+		(void)gmp__load32_acq(&w->state);
+		return;
+	}
+	gmp__waiter_sleep(w, chan_unlock, &c->lock, reason, -1);
 }
 
 static void unlock_nothing(void *lock)
@@ -140,7 +168,7 @@ static int chan_send(gmp_chan *c, const void *elem, bool block)
 	gmp__waiter_init_as(&w, stay.g);
 	gmp__sudog me = { .w = &w, .c = c, .elem = (void *)elem, .casei = -1 };
 	gmp__waitq_push(&c->sendq, &me);
-	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_SEND, -1);
+	chan_park(&w, c, GMP__WAIT_CHAN_SEND);
 	/* A receiver took the value (0), or close refused it (-EPIPE). */
 	return w.result;
 }
@@ -196,7 +224,7 @@ static int chan_recv(gmp_chan *c, void *elem, bool block)
 	gmp__waiter_init_as(&w, stay.g);
 	gmp__sudog me = { .w = &w, .c = c, .elem = elem, .casei = -1 };
 	gmp__waitq_push(&c->recvq, &me);
-	gmp__waiter_sleep(&w, chan_unlock, &c->lock, GMP__WAIT_CHAN_RECV, -1);
+	chan_park(&w, c, GMP__WAIT_CHAN_RECV);
 	/* A sender filled *elem (0), or close zeroed it (-EPIPE). */
 	return w.result;
 }

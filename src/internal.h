@@ -500,6 +500,28 @@ int gmp__errno_get(void);
 void gmp__errno_set(int e);
 volatile uint32_t *gmp__tls_preempt_flag(void);
 
+/* gmp__getm for the hot entries (gmp__getg). On x86-64 the slot is read
+ * with an instruction the compiler cannot see into: the asm is volatile
+ * (never merged with another read, never dropped) and clobbers memory
+ * (never moved across a call, such as a switch point), and it reads %fs,
+ * the thread pointer, as it is when it runs, so each read is the current
+ * thread's copy, as with the call, at the cost of a load (two in a shared
+ * library: the slot's offset comes from the GOT). Elsewhere, the call. */
+static inline __attribute__((always_inline)) gmp__m *gmp__getm_inline(void)
+{
+#if defined(__x86_64__) && defined(__ELF__)
+	gmp__m *m;
+	__asm__ __volatile__("movq gmp__tls_m@gottpoff(%%rip), %0\n\t"
+			     "movq %%fs:(%0), %0"
+			     : "=r"(m)
+			     :
+			     : "memory");
+	return m;
+#else
+	return gmp__getm();
+#endif
+}
+
 /* Who is calling, and may it use its P? (Go's getg().) The one way into
  * the runtime for code that runs on any thread and uses the caller's P.
  *
@@ -518,10 +540,10 @@ volatile uint32_t *gmp__tls_preempt_flag(void);
  * task), else NULL. Every entry into the runtime that uses the caller's P
  * goes through here, so that this is the one place to change should such
  * entries ever need marking. Inline: it is on every hot entry (gmp_go,
- * gmp_yield, readying, waiters) and costs the TLS call and two loads. */
+ * gmp_yield, readying, waiters) and costs the TLS read (gmp__getm_inline) and two loads. */
 static inline __attribute__((always_inline)) gmp_g *gmp__getg(gmp__m **mp)
 {
-	gmp__m *m = gmp__getm();
+	gmp__m *m = gmp__getm_inline();
 	gmp_g *g = m ? m->curg : NULL;
 	if (g && gmp__load32_rlx(&g->status) != GMP__G_RUNNING) {
 		m = NULL;

@@ -277,6 +277,14 @@ void gmp__enter_slow(gmp_g *g)
 	}
 }
 
+void gmp__enter_last_slow(gmp_g *g)
+{
+	uint8_t mark = gmp__load8_rlx(&g->inrt);
+	gmp__store8_rlx(&g->inrt, GMP__INRT_IN);
+	gmp__enter_slow(g);
+	gmp__store8_rlx(&g->inrt, mark);
+}
+
 /* ---- tests --------------------------------------------------------------------- */
 
 bool gmp__detached(void)

@@ -110,6 +110,16 @@ static inline __attribute__((always_inline)) uint8_t gmp__enter(gmp_g *g)
 	return was;
 }
 
+/* gmp__enter for a stay that never ends (a task's end, goexit1): no old
+ * mark to return. */
+static inline __attribute__((always_inline)) void gmp__enter_for_good(gmp_g *g)
+{
+	gmp__store8_rlx(&g->inrt, GMP__INRT_IN);
+	__asm__ __volatile__("" ::: "memory"); /* as in gmp__enter */
+	if (GMP__UNLIKELY(gmp__load8_acq(&g->detach) != GMP__DETACH_NONE))
+		gmp__enter_slow(g);
+}
+
 /* Back to the task's own code (or to an outer runtime call, if `was`
  * says so). g is the task, which may be on another M by now. */
 static inline __attribute__((always_inline)) void gmp__leave(gmp_g *g,
@@ -174,6 +184,29 @@ gmp__leave_on_resume(gmp_g *g, uint8_t was)
 	if (was == GMP__INRT_OWN)
 		gmp__store8_rlx(&g->inrt, GMP__INRT_LEAVE);
 }
+
+/* gmp__enter and gmp__leave_on_resume in one, for a switch point that is
+ * the last act of its public call (gmp_yield, gmp_park): a load and one
+ * store of the mark, LEAVE from the task's own code (LEAVE is inside, as
+ * IN is) or IN, unchanged, from an outer runtime call; then the load of
+ * the detach word. Returns false if that word asks for the slow path: the
+ * caller then calls gmp__enter_last_slow (out of line, so that the fast
+ * path keeps no frame) before it switches. */
+static inline __attribute__((always_inline)) bool gmp__enter_last(gmp_g *g)
+{
+	_Static_assert(GMP__INRT_LEAVE - GMP__INRT_OWN == GMP__INRT_LEAVE &&
+			       GMP__INRT_LEAVE - GMP__INRT_IN == GMP__INRT_IN,
+		       "gmp__enter_last's arithmetic");
+	uint8_t was = gmp__load8_rlx(&g->inrt); /* OWN or IN */
+	gmp__store8_rlx(&g->inrt, (uint8_t)(GMP__INRT_LEAVE - was));
+	__asm__ __volatile__("" ::: "memory"); /* as in gmp__enter */
+	return GMP__LIKELY(gmp__load8_acq(&g->detach) == GMP__DETACH_NONE);
+}
+
+/* gmp__enter_last's slow path: takes a P back as gmp__enter does, marked
+ * IN while it may switch (execute would take a LEAVE mark for the task's
+ * return to its own code), and puts the mark back after. */
+void gmp__enter_last_slow(gmp_g *g);
 
 /* Whether the task running on this thread (if any) is inside the runtime
  * by the rule above; for debug checks at the places that use the P. */

@@ -412,6 +412,17 @@ void gmp__wakep(void)
 	gmp__startm(p, true, false);
 }
 
+/* Whether p's schedtick gives the global queue its turn: schedtick % 61
+ * == 0, written as the multiply a compiler would make of it (61 is odd:
+ * the multiples of 61 times its inverse mod 2^32 are exactly the numbers
+ * up to UINT32_MAX / 61). Written out because GCC takes the scheduler's
+ * paths, which all end in calls that never return, for cold, and there
+ * compiles a remainder as a division. */
+static inline bool globrunq_turn(const gmp__p *p)
+{
+	return p->schedtick * 0xc10c9715u <= UINT32_MAX / 61;
+}
+
 static void becomespinning(gmp__m *m)
 {
 	gmp__storeb_rlx(&m->spinning, true);
@@ -734,7 +745,7 @@ top:;
 
 	/* Fairness: look at the global queue first now and then, or two
 	 * tasks respawning each other could keep it waiting forever. */
-	if (p->schedtick % 61 == 0 && gmp__globrunq_has_work()) {
+	if (globrunq_turn(p) && gmp__globrunq_has_work()) {
 		gmp__lock(&gmp__sched.lock);
 		g = gmp__globrunq_get(p, 1);
 		gmp__unlock(&gmp__sched.lock);
@@ -900,9 +911,11 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	/* A switch point that was the task's last act in the runtime: it is
 	 * back in its own code from here (preempt.h). Last of all, after the
 	 * P's last use on this M for it; release: pairs with sysmon's
-	 * acquire of the mark. */
-	if (gmp__load8_rlx(&g->inrt) == GMP__INRT_LEAVE)
-		gmp__store8_rel(&g->inrt, GMP__INRT_OWN);
+	 * acquire of the mark. Without a branch: LEAVE becomes OWN, IN stays
+	 * IN. */
+	_Static_assert((GMP__INRT_LEAVE & GMP__INRT_IN) == GMP__INRT_OWN,
+		       "LEAVE & IN is OWN");
+	gmp__store8_rel(&g->inrt, gmp__load8_rlx(&g->inrt) & GMP__INRT_IN);
 	gmp__gogo(m, g);
 }
 
@@ -960,11 +973,10 @@ _Noreturn void gmp__schedule(gmp__m *m)
 	if (m->lockedg)
 		gmp__schedule_locked(m); /* never returns; see below */
 	gmp__p *p = m->p;
-	if (GMP__LIKELY(!gmp__loadb_rlx(&p->preempt) && !m->spinning &&
-			(uint32_t)p->id <
-				gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
-			gmp__timers_next(&p->timers) == 0 &&
-			p->schedtick % 61 != 0)) {
+	if (GMP__LIKELY(
+		    !gmp__loadb_rlx(&p->preempt) && !m->spinning &&
+		    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+		    gmp__timers_next(&p->timers) == 0 && !globrunq_turn(p))) {
 		bool inherit;
 		gmp_g *g = gmp__runq_get(p, &inherit);
 		if (GMP__LIKELY(g != NULL)) {

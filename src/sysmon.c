@@ -266,8 +266,12 @@ static void *sysmon_main(void *arg)
 			delay = 10 * 1000; /* up to 10 ms */
 		int64_t before = gmp__nanotime();
 		/* Watch running slices closely enough (BUSY_DELAY_US), and
-		 * look again when one is due for a request or a detach. */
-		if (busy) {
+		 * look again when one is due for a request or a detach. Only
+		 * for detaching: without it (GMP_PREEMPT=off, or no barrier)
+		 * a request may come late, as it always could, and sysmon
+		 * backs off as before instead of waking every millisecond
+		 * beside the program's busy threads. */
+		if (busy && gmp__preempt_enabled()) {
 			int64_t cap = GMP__UNLIKELY(gmp__cfg.randomize)
 					      ? BUSY_DELAY_RANDOMIZED_US
 					      : BUSY_DELAY_US;

@@ -121,30 +121,35 @@ static __attribute__((noinline)) int64_t go_nop(gmp_fn fn, void *arg)
 	return id;
 }
 
+/* gmp_go on an M that holds a P (m->p, read here: after gmp__enter). */
+static inline __attribute__((always_inline)) int64_t go_on(gmp__m *m, gmp_fn fn,
+							   void *arg)
+{
+	gmp__p *p = m->p;
+	gmp_g *g = newproc1(p, fn, arg);
+	if (!g)
+		return -ENOMEM;
+	int64_t id = g->id;
+	/* runnext: the new task runs next here (Go's newproc). The full CAS
+	 * inside is the #StoreLoad that wakep's check relies on. */
+	gmp__runq_put(p, g, true);
+	gmp__wakep();
+	return id;
+}
+
 GMP_EXTERN int64_t gmp_go(gmp_fn fn, void *arg)
 {
 	if (!fn)
 		return -EINVAL;
 	gmp__m *m;
 	gmp_g *self = gmp__getg(&m);
-	if (!m)
-		return go_nop(fn, arg);
-	uint8_t was = self ? gmp__enter(self) : 0;
-	if (self)
-		m = self->m; /* a detached task's M has a P again */
-	gmp__p *p = m->p;
-	int64_t id = -ENOMEM;
-	gmp_g *g = newproc1(p, fn, arg);
-	if (g) {
-		id = g->id;
-		/* runnext: the new task runs next here (Go's newproc). The
-		 * full CAS inside is the #StoreLoad that wakep's check relies
-		 * on. */
-		gmp__runq_put(p, g, true);
-		gmp__wakep();
-	}
-	if (self)
-		gmp__leave(self, was);
+	if (GMP__UNLIKELY(!self)) /* g0 (it holds a P), or no P */
+		return m ? go_on(m, fn, arg) : go_nop(fn, arg);
+	/* After it, m is still ours (a detached task takes a P back on its
+	 * own M), and holds a P. */
+	uint8_t was = gmp__enter(self);
+	int64_t id = go_on(m, fn, arg);
+	gmp__leave(self, was);
 	return id;
 }
 
@@ -162,15 +167,29 @@ static void gosched_m(gmp_g *g)
 	gmp__schedule(m);
 }
 
+/* A switch point's way in when the task was detached (gmp__enter_last
+ * said so): out of line, so that the fast path keeps no frame, and ending
+ * in the same tail call. */
+static __attribute__((noinline, cold)) void switch_slow(gmp_g *g,
+							void (*fn)(gmp_g *))
+{
+	gmp__enter_last_slow(g);
+	gmp__mcall(g->m, g, fn);
+}
+
 GMP_EXTERN void gmp_yield(void)
 {
-	gmp_g *g = gmp__getg(NULL);
+	gmp__m *m;
+	gmp_g *g = gmp__getg(&m);
 	if (!g)
 		return;
 	/* Nothing follows the switch: leave when resumed (preempt.h), and
 	 * keep the tail call (gmp__mcall). */
-	gmp__leave_on_resume(g, gmp__enter(g));
-	gmp__mcall(g->m, g, gosched_m);
+	if (!gmp__enter_last(g)) {
+		switch_slow(g, gosched_m);
+		return;
+	}
+	gmp__mcall(m, g, gosched_m);
 }
 
 /* The slice is over (sysmon said so): like a yield, but to the tail of the
@@ -194,11 +213,15 @@ static void gopreempt_m(gmp_g *g)
  * flagged the slice. */
 void gmp__preempt_slow(void)
 {
-	gmp_g *g = gmp__getg(NULL);
+	gmp__m *m;
+	gmp_g *g = gmp__getg(&m);
 	if (!g)
 		return;
-	gmp__leave_on_resume(g, gmp__enter(g));
-	gmp__mcall(g->m, g, gopreempt_m);
+	if (!gmp__enter_last(g)) {
+		switch_slow(g, gopreempt_m);
+		return;
+	}
+	gmp__mcall(m, g, gopreempt_m);
 }
 
 /* ---- parking and readying ------------------------------------------------- */
@@ -253,8 +276,8 @@ GMP_EXTERN void gmp_park(gmp_unlock_fn unlockf, void *lock)
 	gmp_g *g = m ? m->curg : NULL;
 	if (!g)
 		gmp__throw("gmp_park called outside a task");
-	uint8_t was = gmp__enter(g);
-	gmp__leave_on_resume(g, was);
+	if (!gmp__enter_last(g))
+		gmp__enter_last_slow(g);
 	gmp__park_g(g, unlockf, lock, GMP__WAIT_PARK);
 }
 
@@ -381,7 +404,7 @@ static void goexit0(gmp_g *g)
 
 static void goexit1(void)
 {
-	gmp__m *m = gmp__getm();
+	gmp__m *m = gmp__getm_inline();
 	if (GMP__UNLIKELY(!m)) /* see fork.c */
 		gmp__throw("a task that called fork() ended in the child; "
 			   "there it is a plain thread, which must exec or "
@@ -393,9 +416,9 @@ static void goexit1(void)
 	if (g->nkeys)
 		gmp__keys_destroy(g);
 	/* For good: goexit0 gives the P what the task leaves. */
-	gmp__enter(g);
+	gmp__enter_for_good(g);
 	m = g->m; /* destructors may have switched threads; a detached
-		     task's M has a P again */
+		     task takes a P back on its own M */
 	gmp__fiber_to_g0(m, g, true);
 	gmp__ctx_mcall(&g->sched, m->g0sp, (void (*)(void *))(void *)goexit0,
 		       g);

@@ -19,8 +19,10 @@
 #endif
 
 /* initial-exec: a static-TLS slot, one instruction to reach; the library
- * is small enough for glibc's static TLS surplus even when dlopen()ed. */
-static __thread gmp__m *tls_m __attribute__((tls_model("initial-exec")));
+ * is small enough for glibc's static TLS surplus even when dlopen()ed.
+ * Not static: on x86-64, gmp__getm_inline (internal.h) reads it by name
+ * from inline assembly, which is as opaque to the compiler as a call. */
+__thread gmp__m *gmp__tls_m __attribute__((tls_model("initial-exec")));
 
 /* Set by sysmon (through m->preemptp) when the task running on this thread
  * has used up its time slice, or by runq_putslow in a spawn storm; cleared
@@ -31,12 +33,12 @@ GMP_EXTERN __thread uint32_t gmp_preempt_pending_
 
 GMP__OPAQUE gmp__m *gmp__getm(void)
 {
-	return tls_m;
+	return gmp__tls_m;
 }
 
 GMP__OPAQUE void gmp__setm(gmp__m *m)
 {
-	tls_m = m;
+	gmp__tls_m = m;
 }
 
 GMP__OPAQUE int gmp__errno_get(void)
