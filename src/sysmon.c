@@ -32,6 +32,7 @@
 #include "internal.h"
 #include "maxprocs.h"
 #include "netpoll.h"
+#include "pollfd.h"
 #include "preempt.h"
 #include "runq.h"
 #include "scheduler.h"
@@ -279,6 +280,11 @@ static void *sysmon_main(void *arg)
 		int64_t ask = delay * 1000;
 		if (delay <= 160)
 			ask -= overshoot;
+		/* A deferred check of the poller's registrations is due
+		 * sooner (pollfd.c; at most one a tick, about 1 ms). */
+		int64_t check = gmp__pd_watch_next();
+		if (check && check - before < ask)
+			ask = check - before > 20000 ? check - before : 20000;
 		if (gmp__notetsleep(&sm.stopnote, ask))
 			break;
 		int64_t now = gmp__nanotime();
@@ -304,6 +310,11 @@ static void *sysmon_main(void *arg)
 			    !retiring_held() && !gmp__load32_rlx(&sm.stop)) {
 				int64_t sleep = 1000000000;
 				int64_t next = gmp__timers_earliest();
+				if (next && next - now < sleep)
+					sleep = next > now ? next - now : 0;
+				/* Deferred checks of the poller's
+				 * registrations (pollfd.c). */
+				next = gmp__pd_watch_next();
 				if (next && next - now < sleep)
 					sleep = next > now ? next - now : 0;
 				/* The sweep ages the free lists in slices
@@ -339,6 +350,7 @@ static void *sysmon_main(void *arg)
 			gmp__netpoll(0, &q);
 			gmp__injectglist(&q);
 		}
+		gmp__pd_watch_run(now);
 		/* A timer is due and nobody ran it (its P is busy): start an
 		 * M on an idle P; its steal pass runs other Ps' timers. */
 		int64_t next = gmp__timers_earliest();
