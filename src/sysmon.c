@@ -16,10 +16,13 @@
  *  - with GMP_DEBUG=schedtrace=MS it prints a line every MS ms.
  *
  * When every P is idle there is nothing to watch: sysmon sleeps deeply on
- * sched.sysmonnote until a P leaves the idle list (pidleget) or a task
- * enters a syscall (which happens on a P, so the first one wakes it), or
- * until the next timer, with a 1 s cap so idle-time chores still run
- * (the P count, the free lists' rotation). While the free lists' sweep
+ * sched.sysmonnote until a task enters a syscall, or until the next timer
+ * or the poller's next deferred check (pollfd.c), with a 1 s cap so
+ * idle-time chores still run (the P count, the free lists' rotation).
+ * While any task is live the deep sleep lasts at most 10 ms, its longest
+ * round, so that a task that starts running meanwhile is watched soon
+ * enough without waking sysmon for it; a sleep taken with no task live is
+ * also ended by a P leaving the idle list (pidleget). While the free lists' sweep
  * ages out a backlog (g.c), the deep sleep lasts at most until its next
  * slice, 10 ms away; once it has nothing left, the sweep asks for no
  * round at all.
@@ -42,6 +45,13 @@
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 
+/* sched.sysmonwait while sysmon sleeps deeply: SHORT while tasks are live
+ * (the sleep lasts at most DEEP_SHORT_NS, so a task that starts running
+ * meanwhile is watched soon enough without waking sysmon for it), LONG
+ * while none is (up to a second; a P leaving the idle list ends it). */
+enum { SYSMON_WAIT_SHORT = 1, SYSMON_WAIT_LONG = 2 };
+enum { DEEP_SHORT_NS = 10 * 1000 * 1000 };
+
 /* While any P runs a task, sysmon looks at least this often (µs), so that
  * a slice is seen to begin at most this late, and so ends, and is
  * detached, at most this much later than its 10 ms and 1 ms: a task that
@@ -61,6 +71,14 @@ static struct {
 void gmp__sysmon_wake_locked(void)
 {
 	if (gmp__load32_rlx(&gmp__sched.sysmonwait)) {
+		gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
+		gmp__notewakeup(&gmp__sched.sysmonnote);
+	}
+}
+
+void gmp__sysmon_wake_long_locked(void)
+{
+	if (gmp__load32_rlx(&gmp__sched.sysmonwait) == SYSMON_WAIT_LONG) {
 		gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
 		gmp__notewakeup(&gmp__sched.sysmonnote);
 	}
@@ -323,7 +341,13 @@ static void *sysmon_main(void *arg)
 					sleep = sweepnext > now
 							? sweepnext - now
 							: 0;
-				gmp__store32_rlx(&gmp__sched.sysmonwait, 1);
+				uint32_t kind = SYSMON_WAIT_LONG;
+				if (gmp__tasks_live() > 0 &&
+				    sleep > DEEP_SHORT_NS) {
+					sleep = DEEP_SHORT_NS;
+					kind = SYSMON_WAIT_SHORT;
+				}
+				gmp__store32_rlx(&gmp__sched.sysmonwait, kind);
 				gmp__unlock(&gmp__sched.lock);
 				bool woken = gmp__notetsleep(
 					&gmp__sched.sysmonnote, sleep);
