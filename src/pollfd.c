@@ -554,7 +554,7 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
  * and records its generation in op (see "A number closed with plain
  * close() and reused" at the top). Returns 0, -EBADF if closing, or the
  * epoll error (-EPERM: a file epoll cannot watch). */
-static int arm(gmp__pd *pd, gmp__pd_op *op)
+static __attribute__((noinline)) int arm(gmp__pd *pd, gmp__pd_op *op)
 {
 	int err = gmp__netpoll_init();
 	if (err)
@@ -613,7 +613,7 @@ static int arm(gmp__pd *pd, gmp__pd_op *op)
  * instance is trusted to still name the file it was registered for (a
  * deferred check makes sure, see "checking registrations later"); any
  * other is armed, which checks at once. */
-static int prepare(gmp__pd *pd, gmp__pd_op *op)
+static inline int prepare(gmp__pd *pd, gmp__pd_op *op)
 {
 	if (op->armed)
 		return 0;
