@@ -249,7 +249,7 @@ static gmp__pd *volatile pd_chunks[GMP__PD_MAX_FD >> PD_CHUNK_SHIFT];
 
 /* ---- the table -------------------------------------------------------------- */
 
-static gmp__pd *chunk_new(int i)
+static __attribute__((noinline)) gmp__pd *chunk_new(int i)
 {
 	size_t size = PD_CHUNK * sizeof(gmp__pd);
 	int saved = errno;
@@ -279,7 +279,7 @@ static inline gmp__pd *pd_lookup(int fd)
 	return c ? &c[fd & (PD_CHUNK - 1)] : NULL;
 }
 
-static gmp__pd *pd_get(int fd, int *err)
+static inline gmp__pd *pd_get(int fd, int *err)
 {
 	if (fd < 0) {
 		*err = -EBADF;
@@ -1126,7 +1126,7 @@ void gmp__pd_accepted(int fd, bool nonblock, int kind)
  * late for the old file but early for whatever the number names next, so
  * it waits for the descriptor to reopen, which takes only as long as that
  * close(2). A task yields meanwhile, a thread gives up its CPU. */
-static void wait_reopen(gmp__pd *pd)
+static __attribute__((noinline)) void wait_reopen(gmp__pd *pd)
 {
 	bool task = gmp__getg(NULL) != NULL;
 	while (gmp__load32_acq(&pd->ref) & PD_CLOSED) {
