@@ -372,6 +372,14 @@ static int sys_connect(struct io *io, const struct sockaddr *addr,
  * we wait again. */
 static int connect_wait(struct io *io)
 {
+	/* The program made this socket, unseen: if its number once named a
+	 * file the poller watched, a park would trust that registration for
+	 * a millisecond or more. A connect is rare; check now. */
+	if (io->task) {
+		int err = gmp__pd_arm(io->pd, &io->op);
+		if (err && err != -EPERM)
+			return err;
+	}
 	for (;;) {
 		int err = io_wait(io, GMP__PD_WRITE);
 		if (err)

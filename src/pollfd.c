@@ -609,6 +609,11 @@ static __attribute__((noinline)) int arm(gmp__pd *pd, gmp__pd_op *op)
 	return err;
 }
 
+int gmp__pd_arm(gmp__pd *pd, gmp__pd_op *op)
+{
+	return op->armed ? 0 : arm(pd, op);
+}
+
 /* Before a task parks: a descriptor registered with the live epoll
  * instance is trusted to still name the file it was registered for (a
  * deferred check makes sure, see "checking registrations later"); any

@@ -100,6 +100,13 @@ int gmp__pd_close(int fd);
  * and thread eventfd of the parent's (see pollfd.c). fork.c calls it. */
 void gmp__pd_forked(void);
 
+/* Checks now, with a system call, that the poller watches the file behind
+ * pd's number (what a task's park otherwise takes on trust and checks
+ * later), and records its generation in op. For a file the runtime did
+ * not create but knows is new to this call, such as the socket gmp_connect
+ * is connecting. Returns 0 or -errno (-EBADF: closing). Tasks only. */
+int gmp__pd_arm(gmp__pd *pd, gmp__pd_op *op);
+
 /* gmp_accept made fd, a new file (a socket of `kind`): resets its
  * descriptor for it, waking with -EBADF any task still parked on the
  * number's old file, and for a non-blocking one (`nonblock`) registers it
