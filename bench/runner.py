@@ -478,7 +478,7 @@ class Runner:
         elif cfg.twin == "nginx":
             note("  skipped the twin: nginx is not installed (Debian: "
                  "apt-get install nginx-light); C side only")
-        elif self.go or cfg.twin == "boost":
+        elif cfg.twin != "none" and (self.go or cfg.twin == "boost"):
             note("  no %s twin for %s; C side only" % (cfg.twin, cfg.name))
         for run in range(1 - self.opts.warmup, self.opts.runs + 1):
             for side in sides:

@@ -21,6 +21,9 @@ to the C program (DIR/bench/<name>) and to its twin, which is one of
            --duration=S --warmup=S. Figures: wrk's requests/s and p99, and
            the server's CPU time per request. The twin column is nginx's.
     gohttp the same against Go's net/http (DIR/bench/go/http)
+    none   no twin: a C-only row, whose program compares two ways of doing
+           the same thing itself (deadline_churn: with and without
+           deadlines, alternating in one process) and reports the ratio
 
 Each Figure is one row of the table: a key of the output line, whether a
 low or a high value is better, and the target if there is one, written as
@@ -42,7 +45,7 @@ class Config(NamedTuple):
     configuration: str  # the table's words for it (the full run's sizes)
     full: str  # flags for a full run
     quick: str  # flags for --quick
-    twin: str  # go, boost, echo, floor, nginx or gohttp
+    twin: str  # go, boost, echo, floor, nginx, gohttp or none
     figures: tuple
 
 
@@ -114,6 +117,17 @@ SUITE = (
            "--conns=64 --duration=1 --warmup=0", "gohttp",
            (Figure("rps", HIGH),
             Figure("cpu_us_per_req", LOW))),
+    Config("udp_echo", "procs=2, 16 clients x 64 B datagrams, server apart",
+           "--procs=2 --n=200000 --conns=16 --size=64",
+           "--procs=2 --n=20000 --conns=16 --size=64", "go",
+           (Figure("rt_per_s", HIGH, "C/Go >= 1.0"),
+            Figure("server_cpu_ns_per_rt", LOW, "C/Go <= 1.0"))),
+    Config("deadline_churn", "procs=2, 8 conns, read deadline per read / none",
+           "--procs=2 --n=400000 --conns=8 --segments=20",
+           "--procs=2 --n=40000 --conns=8 --segments=10", "none",
+           (Figure("ratio", LOW, "C <= 1.05"),
+            Figure("ns_per_rt_plain", LOW),
+            Figure("ns_per_rt_deadline", LOW))),
     Config("parked_memory", "procs=1, 1M tasks parked on a channel",
            "--procs=1 --n=1000000", "--procs=1 --n=50000", "go",
            (Figure("bytes_per_task", LOW, "C <= 4608"),
@@ -169,6 +183,7 @@ WORDS = {
     ("http", "p99_ms"): "p99 latency ms (wrk)",
     ("http", "cpu_us_per_req"): "server CPU us/request",
     ("parallel_fib", "total_ms"): "ms at procs=2",
+    ("deadline_churn", "ratio"): "with / without deadlines",
     ("parked_memory", "total_ms"): "ms to spawn them all",
     ("spawn_idle", "total_ms"): "ms until all parked",
     "ns_per_op": "ns/op",
@@ -181,6 +196,8 @@ WORDS = {
     "threads_after": "threads while blocked",
     "bytes_per_task": "resident bytes/task",
     "rt_per_s": "round trips/s",
+    "ns_per_rt_plain": "ns/round trip, no deadlines",
+    "ns_per_rt_deadline": "ns/round trip, a deadline per read",
     "server_cpu_ns_per_rt": "server CPU ns/round trip",
     "ir_per_op": "instructions/op (callgrind)",
     "median_ms": "median ms a sleep took",

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define GMP_VERSION_MAJOR 0
 #define GMP_VERSION_MINOR 1
@@ -490,6 +491,32 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n);
  * after some bytes, returns that count, else -errno. Never raises SIGPIPE
  * on a socket: a closed peer is -EPIPE. */
 GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n);
+/* readv(2): 0 vectors returns 0, a negative count -EINVAL. */
+GMP_EXTERN ssize_t gmp_readv(int fd, const struct iovec *iov, int n);
+/* writev(2) of every byte, as gmp_write: a short write goes on with the
+ * rest (from a copy: iov is never modified), parking as needed; if an
+ * error stops it after some bytes, returns that count. -EINVAL for a
+ * negative count, more than IOV_MAX vectors or a total past SSIZE_MAX.
+ * Never raises SIGPIPE. */
+GMP_EXTERN ssize_t gmp_writev(int fd, const struct iovec *iov, int n);
+/* recvfrom(2); *len is in-out as there. One datagram per call. */
+GMP_EXTERN ssize_t gmp_recvfrom(int fd, void *buf, size_t n, int flags,
+				struct sockaddr *addr, socklen_t *len);
+/* sendto(2) with MSG_NOSIGNAL always: a datagram goes whole or not at all
+ * (-EMSGSIZE when too large); on a stream every byte is sent, as by
+ * gmp_write. */
+GMP_EXTERN ssize_t gmp_sendto(int fd, const void *buf, size_t n, int flags,
+			      const struct sockaddr *addr, socklen_t len);
+/* recvmsg(2), control data (SCM_RIGHTS...) included; msg_namelen and
+ * msg_controllen are in-out as there. */
+GMP_EXTERN ssize_t gmp_recvmsg(int fd, struct msghdr *msg, int flags);
+/* sendmsg(2) with MSG_NOSIGNAL always. A datagram goes whole; on a stream
+ * every byte is sent, as by gmp_writev, the control data with the first
+ * bytes only. msg and its vectors are never modified.
+ *
+ * For these four, MSG_DONTWAIT in flags means what it means to the kernel:
+ * the call returns -EAGAIN instead of waiting. */
+GMP_EXTERN ssize_t gmp_sendmsg(int fd, const struct msghdr *msg, int flags);
 /* Accepts a connection. The new descriptor inherits the listener's
  * O_NONBLOCK (accepted from a non-blocking listener, its calls park tasks
  * in the poller, as Go's do); it is not close-on-exec, as with accept(2).
@@ -503,6 +530,25 @@ GMP_EXTERN int gmp_connect(int fd, const struct sockaddr *addr, socklen_t len);
  * (-EBADF for a bad or gmp_close()d descriptor). timeout_ns < 0 waits
  * forever. */
 GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns);
+/* The directions of gmp_set_deadline, a bit mask. */
+enum { GMP_READ = 1, GMP_WRITE = 2 };
+/* Sets an absolute deadline, on gmp_nanotime's clock, for the calls on fd
+ * in the directions of how (Go's SetReadDeadline/SetWriteDeadline):
+ * GMP_READ covers gmp_read, gmp_readv, gmp_recvfrom, gmp_recvmsg and
+ * gmp_accept; GMP_WRITE gmp_write, gmp_writev, gmp_sendto, gmp_sendmsg and
+ * gmp_connect. A call that would wait past it returns -ETIMEDOUT, never
+ * before it; data already there is still returned, even when the deadline
+ * has passed; a gmp_write or gmp_writev stopped by it after some bytes
+ * returns that count. It holds until changed and applies to calls already
+ * waiting, tasks and threads alike (a later or cleared deadline lets them
+ * wait on). 0 clears it; a past or negative one fails every call that
+ * would wait; gmp_close clears both. It bounds waits in the poller and in
+ * poll(2), not a blocking descriptor's system call (as Go's). Costs no
+ * system call (but one fcntl the first time the runtime sees fd, and an
+ * eventfd write to tell threads already waiting in poll(2)). Returns
+ * 0, -EINVAL if how is 0 or has other bits, -EBADF for a bad or
+ * gmp_close()d descriptor. Any thread; not a switch point. */
+GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns);
 /* Closes fd, first waking every task and thread waiting on it in these
  * calls with -EBADF; calls made after it has begun get -EBADF. On a
  * non-blocking descriptor the number is closed once the calls in flight

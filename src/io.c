@@ -1,5 +1,7 @@
-/* The I/O calls (design.md §8): gmp_read, gmp_write, gmp_accept, gmp_connect,
- * gmp_poll_fd and gmp_close. Go's internal/poll.FD, in C.
+/* The I/O calls (design.md §8, §11): gmp_read, gmp_write, gmp_readv,
+ * gmp_writev, gmp_recvfrom, gmp_sendto, gmp_recvmsg, gmp_sendmsg,
+ * gmp_accept, gmp_connect, gmp_poll_fd, gmp_set_deadline and gmp_close.
+ * Go's internal/poll.FD, in C.
  *
  * Every call has the same shape:
  *
@@ -41,6 +43,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,7 +112,7 @@ static int io_wait(struct io *io, int mode)
 	if (io->task)
 		return gmp__pd_wait(io->pd, mode, &io->op);
 	int r = gmp__pd_wait_thread(
-		io->pd, mode == GMP__PD_READ ? POLLIN : POLLOUT, -1);
+		io->pd, mode == GMP__PD_READ ? POLLIN : POLLOUT, -1, mode);
 	return r < 0 ? r : 0;
 }
 
@@ -177,8 +180,10 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 		    gmp__pd_kind(io.pd) == GMP__PD_KIND_STREAM;
 	for (;;) {
 		ssize_t r;
+		bool skipped = false;
 		if (skip && gmp__pd_drained(io.pd, &io.op)) {
 			r = -EAGAIN; /* what the read would say */
+			skipped = true;
 		} else {
 			r = sys_read(&io, buf, n);
 			if (r > 0 && (size_t)r < n && io.task)
@@ -189,7 +194,10 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 			continue;
 		if (r != -EAGAIN)
 			return io_end(&io, r);
-		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
+		if ((err = io_wait(&io, GMP__PD_READ)) == -ETIMEDOUT && skipped)
+			continue; /* data the poller has not reported yet is
+				     still returned: read once for real */
+		if (err)
 			return io_end(&io, err);
 	}
 }
@@ -456,8 +464,346 @@ GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns)
 	else if (io.task)
 		r = gmp__pd_poll_task(io.pd, events, deadline);
 	else
-		r = gmp__pd_wait_thread(io.pd, events, deadline);
+		r = gmp__pd_wait_thread(io.pd, events, deadline, -1);
 	return (int)io_end(&io, r);
+}
+
+/* ---- vectors: gmp_readv, gmp_writev ---------------------------------------------- */
+
+/* The bytes in iov[0..n), or -EINVAL past SSIZE_MAX (as readv/writev). */
+static ssize_t iov_total(const struct iovec *iov, int n)
+{
+	size_t total = 0;
+	for (int i = 0; i < n; i++) {
+		if (iov[i].iov_len > (size_t)SSIZE_MAX - total)
+			return -EINVAL;
+		total += iov[i].iov_len;
+	}
+	return (ssize_t)total;
+}
+
+/* How many vectors the rest of a short vectored write goes on with: the
+ * caller's array is never modified, so the rest is copied into a window
+ * of this many on the stack (a stream takes what it can per call; the
+ * loop comes back for more). */
+#define IO_WINDOW 64
+
+/* Fills win with the vectors of iov[0..n) that come after `done` bytes
+ * (the first one cut to its unwritten part), at most IO_WINDOW; returns
+ * how many. */
+static int iov_window(const struct iovec *iov, int n, size_t done,
+		      struct iovec *win)
+{
+	int i = 0;
+	while (i < n && done >= iov[i].iov_len)
+		done -= iov[i++].iov_len;
+	int k = 0;
+	for (; i < n && k < IO_WINDOW; i++, k++) {
+		win[k] = iov[i];
+		if (k == 0) {
+			win[0].iov_base = (char *)win[0].iov_base + done;
+			win[0].iov_len -= done;
+		}
+	}
+	return k;
+}
+
+/* readv(2). As gmp_read, without the skipped read: 0 vectors returns 0 (or
+ * -EBADF), a negative count or more than IOV_MAX -EINVAL. */
+GMP_EXTERN ssize_t gmp_readv(int fd, const struct iovec *iov, int n)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	if (n < 0)
+		return io_end(&io, -EINVAL);
+	for (;;) {
+		sys_enter(&io);
+		ssize_t r = readv(fd, iov, n);
+		if (r < 0)
+			r = -gmp__errno_get();
+		sys_exit(&io);
+		if (r == -EINTR)
+			continue;
+		if (r != -EAGAIN)
+			return io_end(&io, r);
+		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
+			return io_end(&io, err);
+	}
+}
+
+/* writev(2) to something that is not a socket, with no SIGPIPE: the
+ * technique of write_nosigpipe, for vectors. */
+static ssize_t writev_nosigpipe(int fd, const struct iovec *iov, int n)
+{
+	sigset_t pipe, old;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	ssize_t r = writev(fd, iov, n);
+	if (r < 0) {
+		r = -gmp__errno_get();
+		if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
+			static const struct timespec zero = { 0, 0 };
+			while (sigtimedwait(&pipe, NULL, &zero) < 0 &&
+			       gmp__errno_get() == EINTR)
+				;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* One vectored attempt: sendmsg(MSG_NOSIGNAL) on a socket, else
+ * writev_nosigpipe; the kind is learnt and cached as sys_write does. */
+static ssize_t sys_writev(struct io *io, const struct iovec *iov, int n)
+{
+	int kind = gmp__pd_kind(io->pd);
+	ssize_t r = 0;
+	sys_enter(io);
+	if (kind != GMP__PD_KIND_OTHER) {
+		struct msghdr m = { .msg_iov = (struct iovec *)iov,
+				    .msg_iovlen = (size_t)n };
+		r = sendmsg(io->fd, &m, MSG_NOSIGNAL);
+		if (r < 0)
+			r = -gmp__errno_get();
+		if (r == -ENOTSOCK) {
+			kind = GMP__PD_KIND_OTHER;
+			gmp__pd_set_kind(io->pd, kind);
+		} else if (kind == GMP__PD_KIND_UNKNOWN && r != -EBADF) {
+			gmp__pd_set_kind(io->pd, GMP__PD_KIND_SOCKET);
+		}
+	}
+	if (kind == GMP__PD_KIND_OTHER)
+		r = writev_nosigpipe(io->fd, iov, n);
+	sys_exit(io);
+	return r;
+}
+
+/* writev(2) of every byte, as gmp_write: a short write (only a stream
+ * makes one; a datagram goes whole or not at all) goes on with the rest,
+ * parking as often as needed. The caller's vectors are never modified.
+ * Returns the total; if an error stops it after some bytes, that count;
+ * else -errno (-EINVAL for a negative count, more than IOV_MAX vectors or
+ * a total past SSIZE_MAX). Never raises SIGPIPE. */
+GMP_EXTERN ssize_t gmp_writev(int fd, const struct iovec *iov, int n)
+{
+	if (n < 0 || n > IOV_MAX)
+		return -EINVAL;
+	ssize_t total = iov_total(iov, n);
+	if (total < 0)
+		return total;
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	struct iovec win[IO_WINDOW];
+	const struct iovec *cur = iov;
+	int cnt = n;
+	size_t done = 0;
+	for (;;) {
+		ssize_t r = sys_writev(&io, cur, cnt);
+		if (r > 0) {
+			done += (size_t)r;
+			if (done == (size_t)total)
+				break;
+			cnt = iov_window(iov, n, done, win);
+			cur = win;
+			continue;
+		}
+		if (r == 0)
+			break; /* nothing to write, or a device that takes no
+				  more: report what was written */
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN && (r = io_wait(&io, GMP__PD_WRITE)) == 0)
+			continue;
+		return io_end(&io, done ? (ssize_t)done : r);
+	}
+	return io_end(&io, (ssize_t)done);
+}
+
+/* ---- datagrams and messages: gmp_recvfrom, gmp_sendto, gmp_recvmsg, gmp_sendmsg --- */
+
+/* recvfrom(2). *len is an in-out argument: each attempt starts from the
+ * caller's value. With MSG_DONTWAIT in flags the call never waits
+ * (-EAGAIN, as recvfrom's). */
+GMP_EXTERN ssize_t gmp_recvfrom(int fd, void *buf, size_t n, int flags,
+				struct sockaddr *addr, socklen_t *len)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	socklen_t len0 = len ? *len : 0;
+	for (;;) {
+		if (len)
+			*len = len0;
+		sys_enter(&io);
+		ssize_t r = recvfrom(fd, buf, n, flags, addr, len);
+		if (r < 0)
+			r = -gmp__errno_get();
+		sys_exit(&io);
+		if (r == -EINTR)
+			continue;
+		if (r != -EAGAIN || (flags & MSG_DONTWAIT))
+			return io_end(&io, r);
+		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
+			return io_end(&io, err);
+	}
+}
+
+/* sendto(2), always with MSG_NOSIGNAL. A datagram goes whole (one that
+ * is too large is -EMSGSIZE); on a stream every byte is sent, as by
+ * gmp_write (a count if an error stops it after some). MSG_DONTWAIT: never
+ * waits. */
+GMP_EXTERN ssize_t gmp_sendto(int fd, const void *buf, size_t n, int flags,
+			      const struct sockaddr *addr, socklen_t len)
+{
+	if (n > SSIZE_MAX)
+		return -EINVAL;
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	size_t done = 0;
+	for (;;) {
+		sys_enter(&io);
+		ssize_t r = sendto(fd, (const char *)buf + done, n - done,
+				   flags | MSG_NOSIGNAL, addr, len);
+		if (r < 0)
+			r = -gmp__errno_get();
+		sys_exit(&io);
+		if (r > 0) {
+			done += (size_t)r;
+			if (done == n)
+				break;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN && !(flags & MSG_DONTWAIT) &&
+		    (r = io_wait(&io, GMP__PD_WRITE)) == 0)
+			continue;
+		return io_end(&io, done ? (ssize_t)done : r);
+	}
+	return io_end(&io, (ssize_t)done);
+}
+
+/* recvmsg(2). msg_namelen and msg_controllen are in-out: each attempt
+ * starts from the caller's values. MSG_DONTWAIT: never waits. */
+GMP_EXTERN ssize_t gmp_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	if (!msg)
+		return io_end(&io, -EFAULT);
+	socklen_t namelen = msg->msg_namelen;
+	size_t controllen = msg->msg_controllen;
+	for (;;) {
+		msg->msg_namelen = namelen;
+		msg->msg_controllen = controllen;
+		sys_enter(&io);
+		ssize_t r = recvmsg(fd, msg, flags);
+		if (r < 0)
+			r = -gmp__errno_get();
+		sys_exit(&io);
+		if (r == -EINTR)
+			continue;
+		if (r != -EAGAIN || (flags & MSG_DONTWAIT))
+			return io_end(&io, r);
+		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
+			return io_end(&io, err);
+	}
+}
+
+/* sendmsg(2), always with MSG_NOSIGNAL. A datagram goes whole; on a
+ * stream every byte is sent: after a short send the rest goes on from a
+ * copy of the header, without the control data (the kernel has sent it
+ * with the first bytes: descriptors passed with SCM_RIGHTS go once). The
+ * caller's header and vectors are never modified. Returns the total, a
+ * count if an error stops it after some bytes, or -errno. MSG_DONTWAIT:
+ * never waits. */
+GMP_EXTERN ssize_t gmp_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (!msg)
+		return -EFAULT;
+	if (msg->msg_iovlen > IOV_MAX)
+		return -EMSGSIZE; /* sendmsg's answer */
+	int n = (int)msg->msg_iovlen;
+	ssize_t total = iov_total(msg->msg_iov, n);
+	if (total < 0)
+		return total;
+	struct io io;
+	int err = io_begin(&io, fd);
+	if (err)
+		return io_end(&io, err);
+	struct iovec win[IO_WINDOW];
+	struct msghdr rest;
+	const struct msghdr *cur = msg;
+	size_t done = 0;
+	for (;;) {
+		sys_enter(&io);
+		ssize_t r = sendmsg(fd, cur, flags | MSG_NOSIGNAL);
+		if (r < 0)
+			r = -gmp__errno_get();
+		sys_exit(&io);
+		if (r > 0) {
+			done += (size_t)r;
+			if (done == (size_t)total)
+				break;
+			rest = *msg;
+			rest.msg_control = NULL;
+			rest.msg_controllen = 0;
+			rest.msg_iov = win;
+			rest.msg_iovlen =
+				(size_t)iov_window(msg->msg_iov, n, done, win);
+			cur = &rest;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN && !(flags & MSG_DONTWAIT) &&
+		    (r = io_wait(&io, GMP__PD_WRITE)) == 0)
+			continue;
+		return io_end(&io, done ? (ssize_t)done : r);
+	}
+	return io_end(&io, (ssize_t)done);
+}
+
+/* ---- gmp_set_deadline ---------------------------------------------------------- */
+
+/* Go's SetReadDeadline/SetWriteDeadline (design.md §11): stores the
+ * deadline in the descriptor (no system call) and sends the calls already
+ * waiting in those directions to look at it; the per-P timer that ends a
+ * task's wait is armed by the waiting task itself (pollfd.c). Inside the
+ * runtime bracket, since waking a parked task uses the caller's P; not a
+ * switch point. */
+GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns)
+{
+	if (how == 0 || (how & ~(GMP_READ | GMP_WRITE)))
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	int saved = gmp__errno_get();
+	uint8_t was;
+	gmp_g *g = gmp__enter_task(&was);
+	int err = 0;
+	gmp__pd *pd = gmp__pd_acquire(fd, &err);
+	if (pd) {
+		err = gmp__pd_set_deadline(pd, how, deadline_ns);
+		gmp__pd_release(pd);
+	}
+	gmp__leave_task(g, was);
+	gmp__errno_set(saved);
+	return err;
 }
 
 /* ---- gmp_close ---------------------------------------------------------------- */

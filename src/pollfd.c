@@ -12,7 +12,7 @@
  * callers. That holds across gmp_shutdown too, which waits for tasks but
  * not for the program's own threads. So chunks come from mmap, outside
  * alloc.c's count (which is of what shutdown must free); the memory is
- * bounded by the highest descriptor number ever used, 128 bytes each.
+ * bounded by the highest descriptor number ever used, 192 bytes each.
  *
  * The wait slots (Go's rg and wg) and the edge count
  * ----------------------------------------------------
@@ -151,6 +151,45 @@
  * read is retried). The one thing that is not noticed is a thread blocked
  * in poll(2) on the old file; it stays there until the old file is ready.
  *
+ * Deadlines (gmp_set_deadline; Go's pollDesc rd/wd and their timers)
+ * ------------------------------------------------------------------
+ * `dl[mode]` holds each direction's deadline. Setting it is an exchange
+ * and three loads (is a task in the slot, anyone on the list, a thread in
+ * poll(2)?); with nobody waiting that is all, no lock and no system call,
+ * which matters to a server that sets a fresh read deadline before every
+ * request. A call looks at the deadline only when it is about to wait, so
+ * a past deadline never hides data already there: gmp__pd_wait returns
+ * -ETIMEDOUT if it has passed, and otherwise a task registers in its slot
+ * and then reads the deadline again, with an RMW, and arms a per-P timer
+ * for it (on its own stack: struct dl_timer). The timer (dl_fire, Go's
+ * netpolldeadlineimpl) empties the slot if it still holds that task's
+ * registration and readies it; the task retries its call, and the wait
+ * that follows the EAGAIN reports the timeout. Every -ETIMEDOUT comes from
+ * comparing gmp__nanotime with the deadline, so none comes early. The
+ * task stops its timer before it leaves (gmp__timer_stop waits out a
+ * dl_fire in progress), and dl_fire touches only its own task's
+ * registration, so a late timer cannot wake a later wait.
+ *
+ * Unlike Go, the timer belongs to the wait, not to the descriptor: a
+ * thread setting a deadline may have no P (and so no timer heap), and a
+ * deadline that nobody waits on costs no timer at all. When a deadline
+ * changes while calls wait, the setter wakes them (dl_wake) and each looks
+ * at the new one as it waits again: the task in the slot is readied, list
+ * waiters of that direction are woken with "look again", and threads in
+ * poll(2) are told through the descriptor's eventfd (the one gmp_close
+ * writes). That eventfd must be emptied again, but only once every thread
+ * that was waiting has noticed: `dlgen` counts changes, each thread
+ * remembers the last it saw, `dlack` counts those still to notice the
+ * latest, and the last of them reads the eventfd (unless gmp_close wrote
+ * it too: then it stays readable). A thread that arrived after the change
+ * yields until then.
+ *
+ * The setter's exchange and the waiter's RMW are two read-modify-writes
+ * of the same word, after the waiter's registration and before the
+ * setter's look at the registrations: if the waiter's comes first, the
+ * setter sees the registration and wakes it; if the setter's does, the
+ * waiter reads the new deadline (the argument of "Barriers" below).
+ *
  * The cookie
  * ----------
  * The epoll data word is (1 << 63) | seq << 32 | fd: the top bit keeps it
@@ -223,6 +262,20 @@ struct gmp__pd {
 				       or an error (gmp__pd_drained) */
 	/* Closing. */
 	gmp__waiter *closer; /* lock: gmp_close waiting for callers */
+	/* Deadlines (see "Deadlines" at the top). */
+	volatile uint64_t dl[2]; /* atomic: per direction, an int64
+				     gmp__nanotime deadline, 0 none; set
+				     with an exchange, read by waiters with
+				     an RMW after they registered */
+	volatile uint32_t twait; /* atomic, changed under lock: threads in
+				     gmp__pd_wait_thread */
+	uint32_t dlgen;          /* lock: deadline changes made while
+				     threads waited */
+	uint32_t dlack;          /* lock: threads still to notice the
+				     latest of them */
+	bool dlsig;              /* lock: the eventfd was written for it */
+	volatile uint32_t seen;  /* racy: gmp__pd_set_deadline checked that
+				     the number is open */
 	/* The deferred check (see "checking registrations later"). */
 	gmp__pd *vnext;            /* vw.lock: next on its wheel slot */
 	int64_t vdue;              /* vw.lock: the tick of its next look */
@@ -239,7 +292,7 @@ struct gmp__pd {
 
 _Static_assert(offsetof(gmp__pd, rdhup) < 64,
 	       "a call's and the poller's fields share one cache line");
-_Static_assert(sizeof(gmp__pd) <= 128, "a descriptor is two cache lines");
+_Static_assert(sizeof(gmp__pd) <= 192, "three cache lines per descriptor");
 
 #define PD_CHUNK_SHIFT 10
 #define PD_CHUNK (1 << PD_CHUNK_SHIFT)
@@ -509,13 +562,174 @@ int gmp__poll_now(int fd, int events)
 
 static void watch(gmp__pd *pd);
 
-/* A task waits on the list for `events` until the deadline (< 0: none),
- * unless an edge came after op's snapshot. The descriptor must be armed.
+/* ---- deadlines ----------------------------------------------------------------- */
+
+/* The deadline of direction mode, for a waiter that has registered: an
+ * RMW, so that it is ordered with gmp__pd_set_deadline's exchange (see
+ * "Deadlines" at the top). 0: none. */
+static int64_t dl_after_register(gmp__pd *pd, int mode)
+{
+	/* full: pairs with the exchange in gmp__pd_set_deadline */
+	return (int64_t)gmp__add64_full(&pd->dl[mode], 0);
+}
+
+/* Whether the deadline of mode has passed (a plain look, before
+ * registering). */
+static bool dl_passed(gmp__pd *pd, int mode)
+{
+	int64_t dl = (int64_t)gmp__load64_acq(&pd->dl[mode]);
+	return dl != 0 && gmp__nanotime() >= dl;
+}
+
+/* The earlier of two deadlines: a (< 0: none) and dl (0: none). */
+static int64_t dl_min(int64_t a, int64_t dl)
+{
+	if (dl == 0)
+		return a;
+	if (dl < 0)
+		dl = 0; /* long past */
+	return a < 0 || dl < a ? dl : a;
+}
+
+/* A task parked in a slot with a deadline: the per-P timer that ends its
+ * wait (Go's netpolldeadlineimpl). Lives on the task's stack; the task
+ * stops it before it returns from gmp__pd_wait. */
+struct dl_timer {
+	gmp__timer t;
+	volatile uintptr_t *slot;
+	gmp_g *g;
+};
+
+/* Empties slot if it still holds g's registration (pending or parked),
+ * and returns g if it was parked (the caller readies it). Anything else
+ * in the slot is another wait's: left alone. */
+static gmp_g *slot_take(volatile uintptr_t *slot, gmp_g *g)
+{
+	for (;;) {
+		uintptr_t v = gmp__loadp_acq(slot);
+		if (v == ((uintptr_t)g | PD_PENDING)) {
+			/* full: as slot_wake; the commit will fail */
+			if (gmp__casp_full(slot, v, PD_NIL))
+				return NULL;
+		} else if (v == (uintptr_t)g) {
+			if (gmp__casp_full(slot, v, PD_NIL)) {
+				gmp__netpoll_adjust_waiters(-1);
+				return g;
+			}
+		} else {
+			return NULL;
+		}
+	}
+}
+
+/* The deadline passed: on g0, with a P, outside every lock. The task
+ * retries its call, and fails with -ETIMEDOUT when it would wait again. */
+static void dl_fire(gmp__timer *t)
+{
+	struct dl_timer *d = t->arg;
+	gmp_g *g = slot_take(d->slot, d->g);
+	if (g)
+		gmp__ready(g, true);
+}
+
+/* Under lock: a thread waiter has noticed the latest deadline change; the
+ * last one to do so empties the eventfd again, unless gmp_close has
+ * written it too (then it stays readable for good). */
+static void dl_ack(gmp__pd *pd)
+{
+	if (!pd->dlsig || --pd->dlack != 0)
+		return;
+	pd->dlsig = false;
+	if (gmp__load32_rlx(&pd->ref) & PD_CLOSING)
+		return;
+	uint64_t v;
+	int saved = errno;
+	while (read(pd->evfd1 - 1, &v, sizeof v) < 0 && errno == EINTR)
+		;
+	errno = saved;
+}
+
+/* Wakes the waiters of direction mode so that they look at its new
+ * deadline: the task in the slot and those on the list retry their call
+ * (and wait again with the new deadline, or fail); threads in poll(2) are
+ * told through the eventfd. */
+static void dl_wake(gmp__pd *pd, int mode)
+{
+	gmp_g *g = slot_wake(mode == GMP__PD_READ ? &pd->rg : &pd->wg);
+	if (g)
+		gmp__ready(g, true);
+	uint32_t want = mode == GMP__PD_READ ? POLLIN : POLLOUT;
+	/* acquire: after the exchange (see "Deadlines" at the top) */
+	bool list = gmp__loadp_acq(&pd->list) != NULL;
+	bool threads = gmp__load32_acq(&pd->twait) != 0;
+	if (!list && !threads)
+		return;
+	gmp__waiter *chain = NULL;
+	gmp__lock(&pd->lock);
+	gmp__waiter *next;
+	for (gmp__waiter *w = pd->list; w; w = next) {
+		next = w->next;
+		if (!((uint32_t)w->ticket & want) || !gmp__waiter_claim(w))
+			continue;
+		list_remove(pd, w);
+		w->result = 0; /* "look again" */
+		w->next = chain;
+		chain = w;
+	}
+	uint32_t n = gmp__load32_rlx(&pd->twait);
+	if (n) {
+		pd->dlgen++;
+		pd->dlack = n; /* each of them notices once */
+		if (!pd->dlsig && pd->evfd1 &&
+		    !(gmp__load32_rlx(&pd->ref) & PD_CLOSING)) {
+			uint64_t one = 1;
+			int saved = errno;
+			while (write(pd->evfd1 - 1, &one, sizeof one) < 0 &&
+			       errno == EINTR)
+				;
+			errno = saved;
+			pd->dlsig = true;
+		}
+	}
+	gmp__unlock(&pd->lock);
+	list_wake(chain);
+}
+
+int gmp__pd_set_deadline(gmp__pd *pd, int how, int64_t deadline)
+{
+	if (GMP__UNLIKELY(!gmp__load32_rlx(&pd->seen))) {
+		/* The first time: is the number open at all? Once per file. */
+		int saved = errno;
+		int fl = fcntl(pd->fd, F_GETFD);
+		errno = saved;
+		if (fl < 0)
+			return -EBADF;
+		gmp__store32_rlx(&pd->seen, 1);
+	}
+	for (int mode = GMP__PD_READ; mode <= GMP__PD_WRITE; mode++) {
+		if (!(how & (1 << mode)))
+			continue;
+		/* full: pairs with dl_after_register's RMW; then we look for
+		 * waiters that registered before it */
+		gmp__xchg64_full(&pd->dl[mode], (uint64_t)deadline);
+		/* Nobody waits, the common case: three loads, no lock. */
+		if (gmp__loadp_acq(mode == GMP__PD_READ ? &pd->rg : &pd->wg) !=
+			    PD_NIL ||
+		    gmp__loadp_acq(&pd->list) != NULL ||
+		    gmp__load32_acq(&pd->twait) != 0)
+			dl_wake(pd, mode);
+	}
+	return 0;
+}
+
+/* A task waits on the list for `events` until the deadline (< 0: none)
+ * or that of direction mode (< 0: no direction), unless an edge came
+ * after op's snapshot. The descriptor must be armed.
  * Returns the ready bits reported by the poller (> 0), 0 when the caller
  * should look again (the deadline passed, or the count moved), or
  * -EBADF. */
 static int list_wait(gmp__pd *pd, int events, int64_t deadline,
-		     const gmp__pd_op *op)
+		     const gmp__pd_op *op, int mode)
 {
 	gmp__waiter w;
 	gmp__waiter_init(&w);
@@ -532,6 +746,8 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
 		gmp__unlock(&pd->lock);
 		return 0;
 	}
+	if (mode >= 0) /* after the push: see "Deadlines" at the top */
+		deadline = dl_min(deadline, dl_after_register(pd, mode));
 	if (op->trusted)
 		watch(pd); /* after edges_moved's RMW (see watch) */
 	/* Still under the lock: no waker can claim w before it sleeps. */
@@ -708,10 +924,10 @@ void gmp__pd_ready(void *ck, uint32_t modes, gmp__gqueue *q)
 
 /* A task whose descriptor epoll cannot watch blocks its thread instead
  * (such files are always ready, so this is brief). */
-static int wait_unpollable(gmp__pd *pd, int events, int64_t deadline)
+static int wait_unpollable(gmp__pd *pd, int events, int64_t deadline, int mode)
 {
 	gmp_enter_syscall();
-	int r = gmp__pd_wait_thread(pd, events, deadline);
+	int r = gmp__pd_wait_thread(pd, events, deadline, mode);
 	gmp_exit_syscall();
 	return r;
 }
@@ -722,22 +938,40 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 	int events = mode == GMP__PD_READ ? POLLIN : POLLOUT;
 	int err = prepare(pd, op);
 	if (err == -EPERM) {
-		int r = wait_unpollable(pd, events, -1);
+		int r = wait_unpollable(pd, events, -1, mode);
 		return r < 0 ? r : 0;
 	}
 	if (err)
 		return err;
 	if (broken(pd, op))
 		return -EBADF;
+	/* The call would wait: this is where a deadline that has passed
+	 * fails it (the call found no data). */
+	if (dl_passed(pd, mode))
+		return -ETIMEDOUT;
 	gmp_g *g = gmp_current();
 	uintptr_t mine = (uintptr_t)g | PD_PENDING;
 	/* full: registration, then edges_moved's RMW (see the top) */
 	if (!gmp__casp_full(slot, PD_NIL, mine)) {
 		/* Another task waits in this direction. */
-		int r = list_wait(pd, events, -1, op);
+		int r = list_wait(pd, events, -1, op, mode);
 		return r < 0 ? r : 0;
 	}
 	if (!edges_moved(pd, op) && !broken(pd, op)) {
+		/* After the registration: see "Deadlines" at the top. */
+		int64_t dl = dl_after_register(pd, mode);
+		struct dl_timer d;
+		if (dl != 0) {
+			d.t.p = NULL;
+			d.t.state = 0;
+			d.t.fn = dl_fire;
+			d.t.arg = &d;
+			d.slot = slot;
+			d.g = g;
+			/* A deadline already past fires at once: the commit
+			 * fails or the task is readied, and it retries. */
+			gmp__timer_start(&d.t, dl < 1 ? 1 : dl);
+		}
 		if (op->trusted)
 			watch(pd); /* after edges_moved's RMW (see watch) */
 		gmp__park(block_commit, (void *)slot,
@@ -746,6 +980,8 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 		/* Woken (a waker emptied the slot), or the commit failed (a
 		 * waker cancelled our registration): either way the slot is
 		 * no longer ours. */
+		if (dl != 0)
+			gmp__timer_stop(&d.t); /* waits out a running dl_fire */
 	} else {
 		/* Not parking: withdraw, unless a waker already did. */
 		gmp__casp_full(slot, mine, PD_NIL);
@@ -758,7 +994,7 @@ int gmp__pd_poll_task(gmp__pd *pd, int events, int64_t deadline)
 	gmp__pd_op op = { 0, 0, false, false };
 	int err = prepare(pd, &op);
 	if (err == -EPERM)
-		return wait_unpollable(pd, events, deadline);
+		return wait_unpollable(pd, events, deadline, -1);
 	if (err)
 		return err;
 	for (;;) {
@@ -768,13 +1004,13 @@ int gmp__pd_poll_task(gmp__pd *pd, int events, int64_t deadline)
 			return r;
 		if (deadline >= 0 && gmp__nanotime() >= deadline)
 			return 0;
-		r = list_wait(pd, events, deadline, &op);
+		r = list_wait(pd, events, deadline, &op, -1);
 		if (r != 0)
 			return r;
 	}
 }
 
-int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline)
+int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 {
 	gmp__lock(&pd->lock);
 	if (gmp__load32_rlx(&pd->ref) & PD_CLOSING) {
@@ -791,22 +1027,33 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline)
 	/* Valid until we drop our reference: only the final close (which
 	 * needs every reference gone) closes it. */
 	int efd = pd->evfd1 - 1;
+	/* Registered: deadline changes from now on tell us (dl_wake).
+	 * full: before dl_after_register's RMW below, as for tasks. */
+	gmp__add32_full(&pd->twait, 1);
+	uint32_t gen = pd->dlgen;
 	gmp__unlock(&pd->lock);
 
 	int saved = errno, r;
 	for (;;) {
+		int64_t dl = mode >= 0 ? dl_after_register(pd, mode) : 0;
+		if (dl != 0 && gmp__nanotime() >= dl) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		int64_t until = dl_min(deadline, dl);
 		struct pollfd p[2] = {
 			{ .fd = pd->fd, .events = (short)events },
 			{ .fd = efd, .events = POLLIN },
 		};
 		int64_t left = -1;
-		if (deadline >= 0) {
-			left = deadline - gmp__nanotime();
+		if (until >= 0) {
+			left = until - gmp__nanotime();
 			if (left < 0)
 				left = 0;
 		}
 		if (efd < 0 && (left < 0 || left > 10 * 1000 * 1000))
-			left = 10 * 1000 * 1000; /* no eventfd: watch CLOSING */
+			left = 10 * 1000 * 1000; /* no eventfd: watch CLOSING
+						    and the deadlines */
 		struct timespec ts = { (time_t)(left / 1000000000),
 				       (long)(left % 1000000000) };
 		int n = ppoll(p, efd >= 0 ? 2 : 1, left >= 0 ? &ts : NULL,
@@ -829,11 +1076,32 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline)
 			r = p[0].revents;
 			break;
 		}
+		if (efd >= 0 && p[1].revents) {
+			/* A deadline changed: note it, then look at it at the
+			 * top. The eventfd stays readable until every thread
+			 * that waited then has noted it; one that came later
+			 * waits for the others. */
+			gmp__lock(&pd->lock);
+			bool mine = gen != pd->dlgen;
+			if (mine) {
+				gen = pd->dlgen;
+				dl_ack(pd);
+			}
+			gmp__unlock(&pd->lock);
+			if (!mine)
+				gmp__osyield();
+			continue;
+		}
 		if (deadline >= 0 && gmp__nanotime() >= deadline) {
 			r = 0;
 			break;
 		}
 	}
+	gmp__lock(&pd->lock);
+	gmp__add32_full(&pd->twait, -1);
+	if (gen != pd->dlgen)
+		dl_ack(pd);
+	gmp__unlock(&pd->lock);
 	errno = saved;
 	return r;
 }
@@ -1188,6 +1456,11 @@ static int final_close(gmp__pd *pd)
 	gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
 	gmp__store32_rlx(&pd->rdrain, 0);
 	gmp__store32_rlx(&pd->rdhup, 0);
+	gmp__store64_rlx(&pd->dl[GMP__PD_READ], 0);
+	gmp__store64_rlx(&pd->dl[GMP__PD_WRITE], 0);
+	gmp__store32_rlx(&pd->seen, 0);
+	pd->dlsig = false;
+	pd->dlack = 0;
 	gmp__store32_rel(&pd->ref, PD_CLOSING | PD_CLOSED);
 	gmp__unlock(&pd->lock);
 	int saved = errno;
@@ -1278,6 +1551,9 @@ int gmp__pd_close(int fd)
 	}
 	/* Events still in flight for this file are stale from here on. */
 	gmp__store32_rel(&pd->seq, (pd->seq + 1) & PD_SEQ_MASK);
+	/* gmp_close clears the deadlines (its waiters leave with -EBADF). */
+	gmp__store64_rlx(&pd->dl[GMP__PD_READ], 0);
+	gmp__store64_rlx(&pd->dl[GMP__PD_WRITE], 0);
 	edges_bump(pd); /* after CLOSING: see "Barriers" at the top */
 	gmp_g *rg = slot_wake(&pd->rg);
 	gmp_g *wg = slot_wake(&pd->wg);
@@ -1344,6 +1620,9 @@ void gmp__pd_forked(void)
 			gmp__store32_rlx(&pd->epgen, 0);
 			pd->vnext = NULL;
 			gmp__store32_rlx(&pd->vqueued, 0);
+			gmp__store32_rlx(&pd->twait, 0);
+			pd->dlsig = false;
+			pd->dlack = 0;
 			if (pd->evfd1)
 				close(pd->evfd1 - 1);
 			pd->evfd1 = 0;

@@ -70,16 +70,28 @@ bool gmp__pd_drained(gmp__pd *pd, gmp__pd_op *op);
 /* After an attempt that failed with EAGAIN (snapshot taken before it), a
  * task waits until the descriptor may be ready for `mode` (a spurious
  * return is possible: retry the call, and on EAGAIN wait again). Returns
- * 0, -EBADF when gmp_close'd (or the number now names another file), or
- * -errno when the descriptor cannot be registered with epoll. A switch
- * point. Call from a task only. */
+ * 0, -ETIMEDOUT when mode's deadline (gmp_set_deadline) has passed (the
+ * wait ends when it passes; the retry after it reports it), -EBADF when
+ * gmp_close'd (or the number now names another file), or -errno when the
+ * descriptor cannot be registered with epoll. A switch point. Call from a
+ * task only. */
 int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op);
 
 /* Any other caller: blocks the thread in poll(2) until fd is ready for
  * `events` (poll bits), gmp_close wakes it, or the absolute deadline
- * (gmp__nanotime; < 0 none) passes. Returns the ready bits (> 0), 0 at the
- * deadline, or -errno (-EBADF when closed). */
-int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline);
+ * (gmp__nanotime; < 0 none) passes. mode (GMP__PD_READ/WRITE, or -1 for
+ * none) names the direction whose gmp_set_deadline deadline also applies,
+ * changes made while it waits included. Returns the ready bits (> 0), 0
+ * at `deadline`, -ETIMEDOUT at mode's deadline, or -errno (-EBADF when
+ * closed). */
+int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode);
+
+/* gmp_set_deadline: sets the deadline (absolute gmp__nanotime, 0 none;
+ * negative means long past) of each direction in how (bit 1 << GMP__PD_*)
+ * and sends every call waiting in it to look at the new one. No system
+ * call, but the first time a descriptor is seen (one fcntl: -EBADF if the
+ * number is not open). Returns 0 or -EBADF. */
+int gmp__pd_set_deadline(gmp__pd *pd, int how, int64_t deadline);
 
 /* gmp_poll_fd for a task: the ready bits, 0 at the deadline (< 0: none),
  * or -errno. A switch point. */
