@@ -250,6 +250,52 @@ static void schedtrace(int64_t now, int64_t start)
 		gmp__sched_detail(stderr);
 }
 
+/* sysmon's deep sleep, with sched.lock held and every P idle: until the
+ * next timer, the poller's next deferred check of a registration
+ * (pollfd.c), the free lists' next sweep (10 ms apart while it has work)
+ * or a second, whichever comes first, unless woken. While tasks are live
+ * it sleeps in slices of at most DEEP_SHORT_NS (SHORT, which a P leaving
+ * the idle list does not end): after each it looks whether a P has gone to
+ * work meanwhile, and if none has it sleeps on, still counted as deeply
+ * asleep. Returns whether it was woken; sched.lock is held again. */
+static bool deep_sleep(int64_t now, int64_t sweepnext)
+{
+	bool woken = false;
+	for (;;) {
+		int64_t sleep = 1000000000;
+		int64_t next = gmp__timers_earliest();
+		if (next && next - now < sleep)
+			sleep = next > now ? next - now : 0;
+		next = gmp__pd_watch_next();
+		if (next && next - now < sleep)
+			sleep = next > now ? next - now : 0;
+		if (sweepnext && sweepnext - now < sleep)
+			sleep = sweepnext > now ? sweepnext - now : 0;
+		uint32_t kind = SYSMON_WAIT_LONG;
+		if (gmp__tasks_live() > 0 && sleep > DEEP_SHORT_NS) {
+			sleep = DEEP_SHORT_NS;
+			kind = SYSMON_WAIT_SHORT;
+		}
+		gmp__store32_rlx(&gmp__sched.sysmonwait, kind);
+		gmp__unlock(&gmp__sched.lock);
+		woken = gmp__notetsleep(&gmp__sched.sysmonnote, sleep);
+		gmp__lock(&gmp__sched.lock);
+		/* A slice of a longer sleep ended, nobody woke us (a waker
+		 * clears sysmonwait under this lock) and still every P is
+		 * idle: sleep on. */
+		if (woken || kind != SYSMON_WAIT_SHORT ||
+		    gmp__load32_rlx(&gmp__sched.sysmonwait) != kind ||
+		    gmp__load32_rlx(&gmp__sched.npidle) !=
+			    gmp__load32_rlx(&gmp__sched.gomaxprocs) ||
+		    retiring_held() || gmp__load32_rlx(&sm.stop))
+			break;
+		now = gmp__nanotime();
+	}
+	gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
+	gmp__noteclear(&gmp__sched.sysmonnote);
+	return woken;
+}
+
 static void *sysmon_main(void *arg)
 {
 	(void)arg;
@@ -326,34 +372,7 @@ static void *sysmon_main(void *arg)
 			if (gmp__load32_rlx(&gmp__sched.npidle) ==
 				    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
 			    !retiring_held() && !gmp__load32_rlx(&sm.stop)) {
-				int64_t sleep = 1000000000;
-				int64_t next = gmp__timers_earliest();
-				if (next && next - now < sleep)
-					sleep = next > now ? next - now : 0;
-				/* Deferred checks of the poller's
-				 * registrations (pollfd.c). */
-				next = gmp__pd_watch_next();
-				if (next && next - now < sleep)
-					sleep = next > now ? next - now : 0;
-				/* The sweep ages the free lists in slices
-				 * 10 ms apart while it has any to do. */
-				if (sweepnext && sweepnext - now < sleep)
-					sleep = sweepnext > now
-							? sweepnext - now
-							: 0;
-				uint32_t kind = SYSMON_WAIT_LONG;
-				if (gmp__tasks_live() > 0 &&
-				    sleep > DEEP_SHORT_NS) {
-					sleep = DEEP_SHORT_NS;
-					kind = SYSMON_WAIT_SHORT;
-				}
-				gmp__store32_rlx(&gmp__sched.sysmonwait, kind);
-				gmp__unlock(&gmp__sched.lock);
-				bool woken = gmp__notetsleep(
-					&gmp__sched.sysmonnote, sleep);
-				gmp__lock(&gmp__sched.lock);
-				gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
-				gmp__noteclear(&gmp__sched.sysmonnote);
+				bool woken = deep_sleep(now, sweepnext);
 				if (woken) {
 					idle = 0;
 					delay = 20;
