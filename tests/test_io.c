@@ -997,6 +997,10 @@ static void reuse_late_reader(void *arg)
 	T_ASSERT(r == 3);
 	T_ASSERT(memcmp(buf, "new", 3) == 0);
 	atomic_store(&reuse_stage, 3);
+	/* Until the main thread has stopped looking at this task (TSan:
+	 * its looks happen before our exit rewrites the G). */
+	while (atomic_load(&reuse_stage) != 4)
+		gmp_sleep(1000000);
 }
 
 static void test_io_fd_reuse_noticed_by_deferred_check(void **s)
@@ -1025,6 +1029,7 @@ static void test_io_fd_reuse_noticed_by_deferred_check(void **s)
 	int64_t t0 = tu_now_ns();
 	TU_WAIT_FOR(atomic_load(&reuse_stage) == 3);
 	assert_true(tu_now_ns() - t0 < 1000 * 1000000LL);
+	atomic_store(&reuse_stage, 4);
 	assert_int_equal(gmp_shutdown(), 0);
 	close(b[1]);
 	close(reuse_fd);
@@ -1044,6 +1049,8 @@ static void closed_under_reader(void *arg)
 		gmp_sleep(1000000);
 	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == -EBADF);
 	atomic_store(&reuse_stage, 3);
+	while (atomic_load(&reuse_stage) != 4) /* as reuse_late_reader */
+		gmp_sleep(1000000);
 }
 
 static void test_io_plain_close_under_parked_reader_noticed(void **s)
@@ -1064,6 +1071,7 @@ static void test_io_plain_close_under_parked_reader_noticed(void **s)
 	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
 	close(a[0]); /* the peer stays open: no hang-up edge either */
 	TU_WAIT_FOR(atomic_load(&reuse_stage) == 3);
+	atomic_store(&reuse_stage, 4);
 	assert_int_equal(gmp_shutdown(), 0);
 	close(a[1]);
 }
