@@ -108,7 +108,8 @@ def cells(row, runs):
         ccell = fmt(cm) + (" (floor)" if row.twin == "floor" else "")
     tcell = "-"
     if tm is not None:
-        tcell = fmt(tm) + (" (Boost)" if row.twin == "boost" else "")
+        tcell = fmt(tm) + {"boost": " (Boost)", "nginx": " (nginx)"}.get(
+            row.twin, "")
     return (row.name, row.configuration, suite.words(row.name, row.key),
             ccell, tcell, "-" if ratio is None else "%.2f" % ratio,
             ">1" if row.better == "high" else "<1",
@@ -136,7 +137,8 @@ C/Go is the C median over the Go median: below 1 means libgmp is
 faster for times, costs and counts (better <1); above 1 means it is
 faster for throughputs and speedups (better >1). On the switch rows
 the reference is Boost.Context's jump_fcontext, since Go has no raw
-switch; instruction counts are (Ir at the large n - Ir at the small n)
+switch, and on the http rows marked (nginx) it is nginx (wrk against
+both; bench/http); instruction counts are (Ir at the large n - Ir at the small n)
 / (ops difference) under valgrind --tool=callgrind (Go's runtime does
 not run under valgrind). Targets are the project's goals for each row (bench/README.md).
 """
@@ -204,6 +206,11 @@ def chart_points(md_text):
             label += ", " + m.group(0)
         if "Boost" in twin:
             label += " (vs Boost)"
+        if "nginx" in twin:
+            label += " (vs nginx)"
+        m = re.search(r"[0-9]+ conns", cfg)
+        if m:
+            label += ", " + m.group(0)
         r = float(ratio)
         good = r <= 1 if better == "<1" else r >= 1
         goal = target.split()[-1] if target.startswith("C/Go") else "?"

@@ -54,6 +54,10 @@ import report
 import suite
 from report import note
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "http"))
+import http_bench  # noqa: E402  (bench/http: wrk and the HTTP servers)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOBS = len(os.sched_getaffinity(0))
 
@@ -320,6 +324,12 @@ class Server:
         Server.running = None
 
 
+def argparse_namespace(**kw):
+    """The options http_bench's servers and wrk read."""
+    import argparse
+    return argparse.Namespace(**kw)
+
+
 def cleanup():
     if Server.running:
         Server.running.stop()
@@ -339,6 +349,14 @@ class Runner:
 
     def has_side(self, side, cfg):
         """Whether side "c" or "twin" of a configuration can run at all."""
+        if cfg.twin in ("nginx", "gohttp"):
+            if not shutil.which("wrk"):
+                return False
+            if side == "c":
+                return self.exe("examples/http_server")
+            if cfg.twin == "nginx":
+                return shutil.which("nginx") is not None
+            return self.exe("bench/go/http")
         if side == "c":
             if cfg.twin == "echo":
                 return self.exe("bench/echo") and self.exe("examples/echo_server")
@@ -359,6 +377,10 @@ class Runner:
         if cfg.twin in ("echo", "floor"):
             server = "floor" if side == "c" and cfg.twin == "floor" else side
             return self.run_echo(server, flags)
+        if cfg.twin in ("nginx", "gohttp"):
+            server = "gmp" if side == "c" else (
+                "nginx" if cfg.twin == "nginx" else "go")
+            return self.run_http(server, flags)
         if side == "c":
             prog = "bench/" + cfg.name
         elif cfg.twin == "go":
@@ -401,6 +423,29 @@ class Runner:
                 (t1 - t0) * 1e9 / os.sysconf("SC_CLK_TCK") / int(n.group(1)))
         return line
 
+    def run_http(self, server, flags):
+        """One HTTP measurement: a fresh server (examples/http_server at 2
+        Ps, nginx with 2 workers, or Go's net/http at GOMAXPROCS=2), an
+        unmeasured wrk run of --warmup seconds, then wrk for --duration
+        seconds at --conns connections (bench/http/http_bench.py)."""
+        opt = dict(re.findall(r"--([a-z_]+)=([0-9]+)", " ".join(flags)))
+        args = argparse_namespace(
+            conns=int(opt.get("conns", 64)),
+            duration=int(opt.get("duration", 10)),
+            warmup=int(opt.get("warmup", 2)),
+            wrk_threads=2, taskset_wrk=None, taskset_server=None)
+        srv = http_bench.Server(server, args, self.build)
+        try:
+            res = http_bench.measure(args, srv, args.conns)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            note("  FAILED: %s: %s" % (server, e))
+            srv.stop()
+            return None
+        return ("bench=http server=%s conns=%d rps=%.0f p50_ms=%.3f "
+                "p99_ms=%.3f cpu_us_per_req=%.3f" % (
+                    server, args.conns, res["rps"], res["p50"], res["p99"],
+                    res["cpu_us_per_req"]))
+
     def run_config(self, cfg, rows):
         """Runs one configuration, C and twin alternately after the
         warm-up pair; appends its rows. Returns whether all went well."""
@@ -414,6 +459,14 @@ class Runner:
             note("  skipped: no %s/examples/echo_server (GMP_BUILD_EXAMPLES=OFF?)"
                  % self.build)
             return True
+        elif cfg.twin in ("nginx", "gohttp"):
+            if not shutil.which("wrk"):
+                note("  skipped: wrk is not installed (Debian: apt-get "
+                     "install wrk)")
+            else:
+                note("  skipped: no %s/examples/http_server "
+                     "(GMP_BUILD_EXAMPLES=OFF?)" % self.build)
+            return True
         else:
             note("  FAILED: no C program for %s in %s" % (cfg.name, self.build))
             ok = False
@@ -422,6 +475,9 @@ class Runner:
         rows.extend(mine)
         if self.has_side("twin", cfg):
             sides.append("twin")
+        elif cfg.twin == "nginx":
+            note("  skipped the twin: nginx is not installed (Debian: "
+                 "apt-get install nginx-light); C side only")
         elif cfg.twin != "none" and (self.go or cfg.twin == "boost"):
             note("  no %s twin for %s; C side only" % (cfg.twin, cfg.name))
         for run in range(1 - self.opts.warmup, self.opts.runs + 1):

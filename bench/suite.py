@@ -15,6 +15,12 @@ to the C program (DIR/bench/<name>) and to its twin, which is one of
     floor  the echo pair again, with a yardstick in place of our server:
            DIR/bench/floor/echo_floor, a one-thread epoll server with no
            runtime (how far ahead of Go's server any server can get here)
+    nginx  wrk (Debian's) against examples/http_server at 2 Ps and against
+           nginx (2 workers, bench/http/nginx.conf, in a temporary prefix),
+           through bench/http/http_bench.py's servers; flags --conns=C
+           --duration=S --warmup=S. Figures: wrk's requests/s and p99, and
+           the server's CPU time per request. The twin column is nginx's.
+    gohttp the same against Go's net/http (DIR/bench/go/http)
     none   no twin: a C-only row, whose program compares two ways of doing
            the same thing itself (deadline_churn: with and without
            deadlines, alternating in one process) and reports the ratio
@@ -39,7 +45,7 @@ class Config(NamedTuple):
     configuration: str  # the table's words for it (the full run's sizes)
     full: str  # flags for a full run
     quick: str  # flags for --quick
-    twin: str  # go, boost, echo, floor or none
+    twin: str  # go, boost, echo, floor, nginx, gohttp or none
     figures: tuple
 
 
@@ -115,6 +121,23 @@ SUITE = (
            "--procs=2 --conns=64 --n=32000 --size=64", "floor",
            (Figure("rt_per_s", HIGH),
             Figure("server_cpu_ns_per_rt", LOW))),
+    Config("http", "wrk, 64 conns, 10 s, vs nginx (2 workers)",
+           "--conns=64 --duration=10 --warmup=2",
+           "--conns=64 --duration=1 --warmup=0", "nginx",
+           (Figure("rps", HIGH, "C/Go >= 1.0"),
+            Figure("p99_ms", LOW, "C/Go <= 1.0"),
+            Figure("cpu_us_per_req", LOW, "C/Go <= 1.0"))),
+    Config("http", "wrk, 1024 conns, 10 s, vs nginx (2 workers)",
+           "--conns=1024 --duration=10 --warmup=2",
+           "--conns=1024 --duration=1 --warmup=0", "nginx",
+           (Figure("rps", HIGH, "C/Go >= 1.0"),
+            Figure("p99_ms", LOW, "C/Go <= 1.0"),
+            Figure("cpu_us_per_req", LOW, "C/Go <= 1.0"))),
+    Config("http", "wrk, 64 conns, 10 s, vs Go's net/http",
+           "--conns=64 --duration=10 --warmup=2",
+           "--conns=64 --duration=1 --warmup=0", "gohttp",
+           (Figure("rps", HIGH),
+            Figure("cpu_us_per_req", LOW))),
     Config("udp_echo", "procs=2, 16 clients x 64 B datagrams, server apart",
            "--procs=2 --n=200000 --conns=16 --size=64",
            "--procs=2 --n=20000 --conns=16 --size=64", "go",
@@ -186,6 +209,9 @@ CALLGRIND = (
 
 # The table's words for an output key; (benchmark, key) first, then key.
 WORDS = {
+    ("http", "rps"): "requests/s (wrk)",
+    ("http", "p99_ms"): "p99 latency ms (wrk)",
+    ("http", "cpu_us_per_req"): "server CPU us/request",
     ("parallel_fib", "total_ms"): "ms at procs=2",
     ("deadline_churn", "ratio"): "with / without deadlines",
     ("parked_memory", "total_ms"): "ms to spawn them all",

@@ -1,7 +1,8 @@
 /* http_server: a small HTTP/1.1 server on 127.0.0.1, one task per
  * connection, written in plain blocking style.
  *
- *   http_server [--port=N] [--root=DIR]      (port 0 or none: any free port)
+ *   http_server [--port=N] [--root=DIR] [--idle-timeout=S]
+ *                                   (port 0 or none: any free port)
  *
  * It prints "port=<n>" once it listens, then serves:
  *
@@ -15,7 +16,11 @@
  * pipelined requests are answered in order: every complete request in
  * what one read returned is parsed and answered, and the answers go out
  * together in one write. A malformed request gets 400 and the connection
- * is closed. SIGINT or SIGTERM stops the server cleanly: it stops
+ * is closed. A connection that sends nothing for --idle-timeout seconds
+ * (default 60; 0: never) while the server waits for its next request, or
+ * for the rest of one, is closed: every read has a deadline
+ * (gmp_set_deadline), and a read that would wait past it returns
+ * -ETIMEDOUT. SIGINT or SIGTERM stops the server cleanly: it stops
  * accepting, lets every connection finish the request it is on (idle ones
  * are closed at once), and exits with status 0; connections that have not
  * finished after a grace period are cut off.
@@ -115,6 +120,8 @@ struct request {
 };
 
 static int root_fd = -1; /* the --root directory, or -1 */
+/* --idle-timeout: how long a read waits for the client, 0: for ever. */
+static int64_t idle_ns = 60LL * 1000 * 1000 * 1000;
 static int listen_fd = -1;
 static atomic_bool stopping;
 
@@ -690,18 +697,18 @@ static void serve(void *arg)
 	struct conn *c = arg;
 	bool linger = false;
 	while (!atomic_load_explicit(&stopping, memory_order_relaxed)) {
-		/* Here an idle connection will get a read deadline, once the
-		 * runtime has it:
-		 *   gmp_set_deadline(c->fd, GMP_READ,
-		 *                    gmp_nanotime() + IDLE_TIMEOUT_NS);
-		 * so that a client that connects and says nothing does not
-		 * hold its task and buffers for ever (then gmp_read returns
-		 * -ETIMEDOUT and we close). Until then such a connection
-		 * lives until the client goes or the server stops. */
+		/* A client that connects and says nothing must not hold its
+		 * task and buffers for ever: the read fails with -ETIMEDOUT
+		 * once it has waited idle_ns, and we close. Setting a
+		 * deadline costs no system call. */
+		if (idle_ns > 0)
+			gmp_set_deadline(c->fd, GMP_READ,
+					 gmp_nanotime() + idle_ns);
 		ssize_t n =
 			gmp_read(c->fd, c->in + c->in_len, IN_SIZE - c->in_len);
 		if (n <= 0)
-			break; /* 0: the client closed; < 0: -errno */
+			break; /* 0: the client closed; < 0: -errno, or
+				  -ETIMEDOUT: idle too long */
 		c->in_len += (size_t)n;
 		bool ok = serve_batch(c);
 		if (!flush(c) || !ok)
@@ -855,7 +862,8 @@ static int server(void *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: http_server [--port=N] [--root=DIR]\n");
+	fprintf(stderr, "usage: http_server [--port=N] [--root=DIR] "
+			"[--idle-timeout=SECONDS]\n");
 	exit(2);
 }
 
@@ -869,6 +877,11 @@ int main(int argc, char **argv)
 			if (*end || end == argv[i] + 7 || v < 0 || v > 65535)
 				usage();
 			port = (int)v;
+		} else if (strncmp(argv[i], "--idle-timeout=", 15) == 0) {
+			double v = strtod(argv[i] + 15, &end);
+			if (*end || end == argv[i] + 15 || !(v >= 0) || v > 1e6)
+				usage();
+			idle_ns = (int64_t)(v * 1e9);
 		} else if (strncmp(argv[i], "--root=", 7) == 0) {
 			root_fd = open(argv[i] + 7,
 				       O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -538,9 +538,13 @@ GMP_EXTERN void gmp_timer_free(gmp_timer *t);
  * descriptor number of 2^24 or more (the poller's table stops there);
  * -ENOMEM if the poller's table or epoll cannot grow. A descriptor closed
  * with plain close() and its number reused for a new file works: the
- * poller notices the new file the next time a task would park on it (and
- * tasks still parked on the old file get -EBADF). Closing a descriptor
- * with close() while tasks wait on it leaves them waiting; use gmp_close. */
+ * poller notices the new file within about a millisecond of a task
+ * parking on it (for a number whose earlier waits were long, within about
+ * as long as those, at most about two seconds); a number gmp_accept
+ * returns is known to be new at once. Closing a descriptor with close()
+ * while tasks wait on it leaves them waiting until the poller notices;
+ * then they are woken and retry on whatever the number names by then
+ * (-EBADF if nothing). Use gmp_close, which wakes them at once. */
 GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n);
 /* Writes all n bytes, parking as often as needed; if an error stops it
  * after some bytes, returns that count, else -errno. Never raises SIGPIPE

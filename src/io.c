@@ -80,6 +80,7 @@ static int io_begin(struct io *io, int fd)
 	io->op.seq = 0;
 	io->op.edges = 0;
 	io->op.armed = false;
+	io->op.trusted = false;
 	if (io->task)
 		/* I/O calls are switch points (design.md §2) */
 		gmp_preempt_point();
@@ -357,6 +358,18 @@ static int sys_accept(struct io *io, struct sockaddr *addr, socklen_t *len,
 	return r;
 }
 
+/* What an accepted socket is: of its listener's type, which is learnt
+ * once per listening file. */
+static int accepted_kind(struct io *io)
+{
+	int kind = gmp__pd_kind(io->pd);
+	if (kind == GMP__PD_KIND_UNKNOWN || kind == GMP__PD_KIND_SOCKET)
+		kind = learn_type(io, kind);
+	return kind == GMP__PD_KIND_STREAM || kind == GMP__PD_KIND_SOCKET_OTHER
+		       ? kind
+		       : GMP__PD_KIND_SOCKET;
+}
+
 /* accept(2): waits (parking a task) for a connection and returns its new
  * descriptor, or -errno.
  *
@@ -386,6 +399,8 @@ GMP_EXTERN int gmp_accept(int fd, struct sockaddr *addr, socklen_t *len)
 		int r = sys_accept(&io, addr, len, flags);
 		if (r == -EINTR || r == -ECONNABORTED)
 			continue;
+		if (r >= 0)
+			gmp__pd_accepted(r, flags != 0, accepted_kind(&io));
 		if (r != -EAGAIN)
 			return (int)io_end(&io, r);
 		if ((err = io_wait(&io, GMP__PD_READ)) != 0)
@@ -413,6 +428,14 @@ static int sys_connect(struct io *io, const struct sockaddr *addr,
  * we wait again. */
 static int connect_wait(struct io *io)
 {
+	/* The program made this socket, unseen: if its number once named a
+	 * file the poller watched, a park would trust that registration for
+	 * a millisecond or more. A connect is rare; check now. */
+	if (io->task) {
+		int err = gmp__pd_arm(io->pd, &io->op);
+		if (err && err != -EPERM)
+			return err;
+	}
 	for (;;) {
 		int err = io_wait(io, GMP__PD_WRITE);
 		if (err)

@@ -12,7 +12,7 @@
  * callers. That holds across gmp_shutdown too, which waits for tasks but
  * not for the program's own threads. So chunks come from mmap, outside
  * alloc.c's count (which is of what shutdown must free); the memory is
- * bounded by the highest descriptor number ever used, 128 bytes each.
+ * bounded by the highest descriptor number ever used, 192 bytes each.
  *
  * The wait slots (Go's rg and wg) and the edge count
  * ----------------------------------------------------
@@ -94,30 +94,62 @@
  * The runtime never sees that close, so the descriptor still says
  * "registered" while epoll has forgotten the file (epoll drops a file when
  * its last reference goes) or, if the old file lives on elsewhere (dup,
- * fork), still watches the old file under our cookie. How can we tell,
- * without a system call on every I/O call? We cannot, but we need to know
- * only before a task parks, and parking already costs system calls:
- * before the first park of each call (`arm`) we try to add the
- * registration again (gmp__netpoll_open). epoll keys a registration by
- * the pair (number, open file), so:
+ * fork), still watches the old file under our cookie. We can only find
+ * out with a system call: EPOLL_CTL_ADD (gmp__netpoll_open) again. epoll
+ * keys a registration by the pair (number, open file), so:
  *
  *   EEXIST   the file behind the number is the one we registered; carry on
  *   success  a new file: it is now registered. Bump `seq` (the file's
  *            generation, part of the epoll cookie), so that events still
  *            coming for the old file are recognised as stale and dropped,
- *            and wake every task still parked on the old file: it returns
- *            -EBADF (its file is gone; design.md §8 asks only that the new file
- *            work, but leaving them parked forever helps nobody).
+ *            reset what we knew of the file (kind, drained, ended), and
+ *            wake every task parked here.
  *
- * fstat's (st_dev, st_ino) would also spot a new file, at the same price
- * (one system call per park), but inode numbers are recycled, and the ADD
- * registers the new file in the same breath. Calls that do not park (the
- * data was there) never look, and need not: nothing of the old file is
- * used on that path except `kind`, which io.c corrects from the calls'
- * own results (a stale "drained stream" only sends a read to the poller,
- * where arm notices the new file and the read is retried). The one thing
- * that is not noticed is a thread blocked in poll(2) on the old file; it
- * stays there until the old file is ready.
+ * fstat's (st_dev, st_ino) would also spot a new file at the same price,
+ * but inode numbers are recycled, and the ADD registers the new file in
+ * the same breath. Making that check before every park cost one system
+ * call per request in a keep-alive server (a third of its calls), so it is
+ * made only where it is cheap or rare:
+ *
+ *  - gmp_accept knows that its result is a new file: it resets the
+ *    number's descriptor and registers it once (gmp__pd_accepted), as Go
+ *    and nginx do; tasks still parked on the number's old file get -EBADF.
+ *  - A descriptor never registered with the live epoll instance (a
+ *    number the runtime has not seen, or one reset by gmp_close) is armed
+ *    before its first park (`arm`, the check above, made at once; tasks
+ *    parked on the old file get -EBADF, since the caller has just seen
+ *    the new one).
+ *  - Every other park is made on trust (`prepare`): the registration of
+ *    this epoll instance is taken to be of the file now behind the
+ *    number, and the descriptor goes on a wheel that sysmon turns (the
+ *    section "checking registrations later"). sysmon looks at it about
+ *    every millisecond; a call that is still waiting at two looks in a row
+ *    has its registration checked (`probe`), with the ADD above. A
+ *    request-response connection is woken long before that, and is never
+ *    checked. Each check that finds the same file doubles the interval for
+ *    that descriptor, up to about a second, so that ten thousand idle
+ *    connections cost a few checks each and then one a second, and a
+ *    connection whose requests come tens of milliseconds apart soon stops
+ *    being checked; a reset (accept, gmp_close, a new file) starts it at a
+ *    millisecond again. A new file behind the number is thus noticed
+ *    within a millisecond or two of a task parking on it, or, for a
+ *    number whose earlier waits were long, within about as long as they
+ *    were (at most about two seconds).
+ *
+ * When the check finds a new file it cannot tell the tasks that parked on
+ * the old file (before the plain close(), a misuse) from those that parked
+ * on the new one, so all of them retry their calls on the new file
+ * (`vretry` names the generation it replaced; see broken). When it finds
+ * no file at all (closed, not reused) or one epoll cannot watch, the
+ * descriptor is marked unregistered and the tasks retry: their calls then
+ * say -EBADF, or arm and report what the number is now.
+ *
+ * Calls that do not park (the data was there) never look, and need not:
+ * nothing of the old file is used on that path except `kind`, which io.c
+ * corrects from the calls' own results (a stale "drained stream" only
+ * sends a read to the poller, where the check notices the new file and the
+ * read is retried). The one thing that is not noticed is a thread blocked
+ * in poll(2) on the old file; it stays there until the old file is ready.
  *
  * Deadlines (gmp_set_deadline; Go's pollDesc rd/wd and their timers)
  * ------------------------------------------------------------------
@@ -180,6 +212,8 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <string.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -187,6 +221,8 @@
 
 #include "netpoll.h"
 #include "pollfd.h"
+#include "scheduler.h"
+#include "sysmon.h"
 #include "task.h"
 #include "uring.h"
 #include "wait.h"
@@ -218,8 +254,9 @@ struct gmp__pd {
 				       last short read of a stream, 0 none
 				       (gmp__pd_drained) */
 	int fd;                     /* immutable: the descriptor number */
-	uint32_t epgen;             /* lock: the netpoll generation we are
-				       registered with; 0: not registered */
+	volatile uint32_t epgen;    /* atomic, written under lock: the
+				       netpoll generation we are registered
+				       with; 0: not registered */
 	int evfd1;                  /* lock: eventfd for threads, plus one;
 				       0: none yet */
 	volatile uint32_t rdhup;    /* atomic: the poller saw the file's end
@@ -240,11 +277,23 @@ struct gmp__pd {
 	bool dlsig;              /* lock: the eventfd was written for it */
 	volatile uint32_t seen;  /* racy: gmp__pd_set_deadline checked that
 				     the number is open */
+	/* The deferred check (see "checking registrations later"). */
+	gmp__pd *vnext;            /* vw.lock: next on its wheel slot */
+	int64_t vdue;              /* vw.lock: the tick of its next look */
+	volatile uint32_t vqueued; /* atomic: on the wheel (or being looked
+				      at); set and cleared under vw.lock */
+	volatile uint32_t vcall;   /* racy: bumped by each call's first
+				      trusted park */
+	volatile uint32_t vshift;  /* racy: log2 of the ticks between looks */
+	volatile uint32_t vretry;  /* atomic: the generation a deferred check
+				      replaced (see broken) */
+	uint32_t vlast_call;       /* sysmon: vcall at its last look */
+	uint32_t vlast_wait;       /* sysmon: whether a task waited then */
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(gmp__pd, rdhup) < 64,
 	       "a call's and the poller's fields share one cache line");
-_Static_assert(sizeof(gmp__pd) == 128, "two cache lines per descriptor");
+_Static_assert(sizeof(gmp__pd) <= 192, "three cache lines per descriptor");
 
 #define PD_CHUNK_SHIFT 10
 #define PD_CHUNK (1 << PD_CHUNK_SHIFT)
@@ -254,7 +303,7 @@ static gmp__pd *volatile pd_chunks[GMP__PD_MAX_FD >> PD_CHUNK_SHIFT];
 
 /* ---- the table -------------------------------------------------------------- */
 
-static gmp__pd *chunk_new(int i)
+static __attribute__((noinline)) gmp__pd *chunk_new(int i)
 {
 	size_t size = PD_CHUNK * sizeof(gmp__pd);
 	int saved = errno;
@@ -284,7 +333,7 @@ static inline gmp__pd *pd_lookup(int fd)
 	return c ? &c[fd & (PD_CHUNK - 1)] : NULL;
 }
 
-static gmp__pd *pd_get(int fd, int *err)
+static inline gmp__pd *pd_get(int fd, int *err)
 {
 	if (fd < 0) {
 		*err = -EBADF;
@@ -377,12 +426,23 @@ static bool edges_moved(gmp__pd *pd, const gmp__pd_op *op)
 	return gmp__add32_full(&pd->edges, 0) != op->edges;
 }
 
-/* The call's file is gone: gmp_close'd, or the number names a new file. */
+/* The call's file is gone: gmp_close'd, or the number names a new file.
+ * A call that checked the registration itself (armed) knows that its file
+ * is the old one. A call that parked on trust may have parked on the old
+ * file or on the new one when a deferred check finds that the number
+ * changed (see "checking registrations later"): it retries on the new
+ * file instead. */
 static bool broken(gmp__pd *pd, const gmp__pd_op *op)
 {
-	return (gmp__load32_acq(&pd->ref) & PD_CLOSING) ||
-	       (op->armed &&
-		(gmp__load32_acq(&pd->seq) & PD_SEQ_MASK) != op->seq);
+	if (gmp__load32_acq(&pd->ref) & PD_CLOSING)
+		return true;
+	if (!op->armed && !op->trusted)
+		return false;
+	/* acquire: a check's vretry is stored before its seq */
+	uint32_t seq = gmp__load32_acq(&pd->seq) & PD_SEQ_MASK;
+	if (seq == op->seq)
+		return false;
+	return op->armed || op->seq != gmp__load32_rlx(&pd->vretry);
 }
 
 /* ---- wait slots --------------------------------------------------------------- */
@@ -505,6 +565,8 @@ int gmp__poll_now(int fd, int events)
 	errno = saved;
 	return r;
 }
+
+static void watch(gmp__pd *pd);
 
 /* ---- deadlines ----------------------------------------------------------------- */
 
@@ -692,6 +754,8 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
 	}
 	if (mode >= 0) /* after the push: see "Deadlines" at the top */
 		deadline = dl_min(deadline, dl_after_register(pd, mode));
+	if (op->trusted)
+		watch(pd); /* after edges_moved's RMW (see watch) */
 	/* Still under the lock: no waker can claim w before it sleeps. */
 	gmp__waiter_sleep(&w, pd_unlock, pd,
 			  events & POLLIN ? GMP__WAIT_IO_READ
@@ -712,7 +776,7 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
  * and records its generation in op (see "A number closed with plain
  * close() and reused" at the top). Returns 0, -EBADF if closing, or the
  * epoll error (-EPERM: a file epoll cannot watch). */
-static int arm(gmp__pd *pd, gmp__pd_op *op)
+static __attribute__((noinline)) int arm(gmp__pd *pd, gmp__pd_op *op)
 {
 	int err = gmp__netpoll_init();
 	if (err)
@@ -726,7 +790,7 @@ static int arm(gmp__pd *pd, gmp__pd_op *op)
 		return -EBADF;
 	}
 	uint32_t seq = gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK;
-	bool had = pd->epgen == gen;
+	bool had = gmp__load32_rlx(&pd->epgen) == gen;
 	uint32_t nseq = had ? (seq + 1) & PD_SEQ_MASK : seq;
 	err = gmp__netpoll_open(pd->fd, cookie(pd, nseq));
 	if (err == 0 && had) {
@@ -754,7 +818,7 @@ static int arm(gmp__pd *pd, gmp__pd_op *op)
 		err = 0;
 	}
 	if (err == 0) {
-		pd->epgen = gen;
+		gmp__store32_rlx(&pd->epgen, gen);
 		op->seq = gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK;
 		op->armed = true;
 	}
@@ -765,6 +829,32 @@ static int arm(gmp__pd *pd, gmp__pd_op *op)
 		gmp__ready(wg, true);
 	list_wake(stale);
 	return err;
+}
+
+int gmp__pd_arm(gmp__pd *pd, gmp__pd_op *op)
+{
+	return op->armed ? 0 : arm(pd, op);
+}
+
+/* Before a task parks: a descriptor registered with the live epoll
+ * instance is trusted to still name the file it was registered for (a
+ * deferred check makes sure, see "checking registrations later"); any
+ * other is armed, which checks at once. */
+static inline int prepare(gmp__pd *pd, gmp__pd_op *op)
+{
+	if (op->armed)
+		return 0;
+	uint32_t gen = gmp__netpoll_generation();
+	if (gen == 0 || gmp__load32_rlx(&pd->epgen) != gen)
+		return arm(pd, op);
+	if (!op->trusted) {
+		op->trusted = true;
+		/* A new call waits: what the deferred check tells apart from
+		 * one call that has waited all along. */
+		gmp__store32_rlx(&pd->vcall, gmp__load32_rlx(&pd->vcall) + 1);
+	}
+	op->seq = gmp__load32_acq(&pd->seq) & PD_SEQ_MASK;
+	return 0;
 }
 
 /* ---- the poller's side -------------------------------------------------------- */
@@ -852,15 +942,13 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 {
 	volatile uintptr_t *slot = mode == GMP__PD_READ ? &pd->rg : &pd->wg;
 	int events = mode == GMP__PD_READ ? POLLIN : POLLOUT;
-	if (!op->armed) {
-		int err = arm(pd, op);
-		if (err == -EPERM) {
-			int r = wait_unpollable(pd, events, -1, mode);
-			return r < 0 ? r : 0;
-		}
-		if (err)
-			return err;
+	int err = prepare(pd, op);
+	if (err == -EPERM) {
+		int r = wait_unpollable(pd, events, -1, mode);
+		return r < 0 ? r : 0;
 	}
+	if (err)
+		return err;
 	if (broken(pd, op))
 		return -EBADF;
 	/* The call would wait: this is where a deadline that has passed
@@ -890,6 +978,8 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 			 * fails or the task is readied, and it retries. */
 			gmp__timer_start(&d.t, dl < 1 ? 1 : dl);
 		}
+		if (op->trusted)
+			watch(pd); /* after edges_moved's RMW (see watch) */
 		gmp__park(block_commit, (void *)slot,
 			  mode == GMP__PD_READ ? GMP__WAIT_IO_READ
 					       : GMP__WAIT_IO_WRITE);
@@ -907,8 +997,8 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 
 int gmp__pd_poll_task(gmp__pd *pd, int events, int64_t deadline)
 {
-	gmp__pd_op op = { 0, 0, false };
-	int err = arm(pd, &op);
+	gmp__pd_op op = { 0, 0, false, false };
+	int err = prepare(pd, &op);
 	if (err == -EPERM)
 		return wait_unpollable(pd, events, deadline, -1);
 	if (err)
@@ -1022,13 +1112,300 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 	return r;
 }
 
+/* ---- checking registrations later -------------------------------------------- */
+
+/* The wheel of descriptors that tasks park on trust (see "A number closed
+ * with plain close() and reused" at the top). A tick is 2^20 ns, about a
+ * millisecond; a descriptor on the wheel is looked at every 2^vshift
+ * ticks, vshift growing by one with every check that finds nothing wrong
+ * (up to VW_MAX_SHIFT: about a second) and starting again at 0 whenever
+ * the descriptor is reset. VW_SLOTS covers the longest interval, so each
+ * slot holds only the descriptors due at its tick. */
+#define VW_TICK_SHIFT 20
+#define VW_MAX_SHIFT 10
+#define VW_SLOTS (1 << VW_MAX_SHIFT)
+#define VW_BATCH 64
+
+static struct {
+	gmp__mutex lock;
+	int64_t tick;            /* lock: the next tick to look at */
+	uint32_t n;              /* lock: descriptors on the slots */
+	volatile int64_t next;   /* atomic: when the earliest look is due
+				    (ns), 0 for none; read by sysmon */
+	gmp__pd *slot[VW_SLOTS]; /* lock */
+} vw = { .lock = GMP__MUTEX_INIT };
+
+int64_t gmp__pd_watch_next(void)
+{
+	return (int64_t)gmp__load64_acq((volatile uint64_t *)&vw.next);
+}
+
+/* Under vw.lock. */
+static void vw_insert(gmp__pd *pd, int64_t due)
+{
+	if (vw.n == 0 && vw.tick < due - VW_SLOTS)
+		vw.tick = due - 1; /* an empty wheel: catch up at once */
+	pd->vdue = due;
+	gmp__pd **slot = &vw.slot[due & (VW_SLOTS - 1)];
+	pd->vnext = *slot;
+	*slot = pd;
+	vw.n++;
+}
+
+/* Under vw.lock: the time of the first tick from vw.tick on with a
+ * descriptor, 0 if the wheel is empty. */
+static int64_t vw_first(void)
+{
+	if (vw.n == 0)
+		return 0;
+	for (int64_t t = vw.tick; t < vw.tick + VW_SLOTS; t++)
+		if (vw.slot[t & (VW_SLOTS - 1)])
+			return t << VW_TICK_SHIFT;
+	return vw.tick << VW_TICK_SHIFT;
+}
+
+/* Whether any task waits on pd, in a slot (parked or about to) or on the
+ * list. */
+static bool pd_waited_on(gmp__pd *pd)
+{
+	return gmp__loadp_acq(&pd->rg) != PD_NIL ||
+	       gmp__loadp_acq(&pd->wg) != PD_NIL ||
+	       gmp__loadp_acq(&pd->list) != NULL;
+}
+
+static void watch_slow(gmp__pd *pd)
+{
+	int64_t now = gmp__nanotime();
+	int64_t due =
+		(now >> VW_TICK_SHIFT) + (1 << gmp__load32_rlx(&pd->vshift));
+	bool sooner = false;
+	gmp__lock(&vw.lock);
+	if (!gmp__load32_rlx(&pd->vqueued)) {
+		gmp__store32_rlx(&pd->vqueued, 1);
+		/* As if looked at now: a waiting call, which the next look
+		 * checks if it is still waiting then. */
+		pd->vlast_call = gmp__load32_rlx(&pd->vcall);
+		pd->vlast_wait = 1;
+		vw_insert(pd, due);
+		int64_t next = gmp__pd_watch_next();
+		if (next == 0 || (due << VW_TICK_SHIFT) < next) {
+			gmp__store64_rel((volatile uint64_t *)&vw.next,
+					 (uint64_t)(due << VW_TICK_SHIFT));
+			sooner = true;
+		}
+	}
+	gmp__unlock(&vw.lock);
+	if (sooner) {
+		/* sysmon may be in its deep sleep, timed by the old `next`
+		 * (it reads `next` under sched.lock before it sleeps). */
+		gmp__lock(&gmp__sched.lock);
+		gmp__sysmon_wake_locked();
+		gmp__unlock(&gmp__sched.lock);
+	}
+}
+
+/* A task is about to park on trust: make sure sysmon will look at the
+ * descriptor. The caller has registered as a waiter and then made
+ * edges_moved's RMW on `edges`; sysmon, before it takes a descriptor off
+ * the wheel, clears vqueued and makes its own RMW on `edges` before it
+ * looks for waiters (vw_drop). The two RMWs on one word are ordered:
+ * either sysmon sees our registration, or we see vqueued cleared and put
+ * the descriptor back. One load on the common path. */
+static void watch(gmp__pd *pd)
+{
+	if (GMP__UNLIKELY(!gmp__load32_acq(&pd->vqueued)))
+		watch_slow(pd);
+}
+
+/* The deferred check: the same EPOLL_CTL_ADD as arm's. Pushes the tasks it
+ * wakes to q. */
+static void probe(gmp__pd *pd, uint32_t gen, gmp__gqueue *q)
+{
+	gmp__lock(&pd->lock);
+	if ((gmp__load32_rlx(&pd->ref) & PD_CLOSING) ||
+	    gmp__load32_rlx(&pd->epgen) != gen) {
+		gmp__unlock(&pd->lock); /* gmp_close's, or not ours to check */
+		return;
+	}
+	uint32_t seq = gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK;
+	uint32_t nseq = (seq + 1) & PD_SEQ_MASK;
+	int err = gmp__netpoll_open(pd->fd, cookie(pd, nseq));
+	if (err == -EEXIST) {
+		/* Still the file we registered: look less often. */
+		uint32_t sh = gmp__load32_rlx(&pd->vshift);
+		if (sh < VW_MAX_SHIFT)
+			gmp__store32_rlx(&pd->vshift, sh + 1);
+		gmp__unlock(&pd->lock);
+		return;
+	}
+	if (err == 0) {
+		/* A new file, now registered (as in arm). The tasks parked
+		 * here may have parked on the old file or on the new one:
+		 * they are woken to retry, on the new file (broken). */
+		gmp__store32_rlx(&pd->vretry, seq);
+		gmp__store32_rel(&pd->seq, nseq);
+		gmp__netpoll_modify(pd->fd, cookie(pd, nseq));
+	} else {
+		/* No file (a plain close(), not reused yet) or one epoll
+		 * cannot watch: not registered any more. The woken tasks
+		 * retry their calls, which report what the number is now
+		 * (a park arms first). */
+		gmp__store32_rlx(&pd->epgen, 0);
+	}
+	gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
+	gmp__store32_rlx(&pd->rdrain, 0);
+	gmp__store32_rlx(&pd->rdhup, 0);
+	gmp__store32_rlx(&pd->vshift, 0);
+	edges_bump(pd);
+	gmp_g *rg = slot_wake(&pd->rg);
+	gmp_g *wg = slot_wake(&pd->wg);
+	gmp__waiter *chain = list_take_all(pd, 0); /* 0: look again */
+	gmp__unlock(&pd->lock);
+	if (rg)
+		gmp__gq_push(q, rg);
+	if (wg)
+		gmp__gq_push(q, wg);
+	list_wake(chain);
+}
+
+/* sysmon's look at one descriptor taken off the wheel: a call still
+ * waiting that was already waiting at the previous look has waited at
+ * least one interval, so its registration is checked. Returns whether the
+ * descriptor stays on the wheel (someone waits, or a new call has waited
+ * since the last look). */
+static bool look(gmp__pd *pd, uint32_t gen, gmp__gqueue *q)
+{
+	bool waiting = pd_waited_on(pd);
+	uint32_t call = gmp__load32_rlx(&pd->vcall);
+	bool again = waiting && pd->vlast_wait && call == pd->vlast_call;
+	if (again && gen) {
+		probe(pd, gen, q);
+		waiting = pd_waited_on(pd);
+	}
+	bool keep = waiting || call != pd->vlast_call;
+	pd->vlast_wait = waiting;
+	pd->vlast_call = call;
+	return keep;
+}
+
+/* Under vw.lock: pd leaves the wheel unless a task has just parked on it
+ * (see watch for the RMW pair). */
+static bool vw_drop(gmp__pd *pd)
+{
+	gmp__store32_rlx(&pd->vqueued, 0);
+	gmp__add32_full(&pd->edges, 0);
+	if (!pd_waited_on(pd))
+		return true;
+	gmp__store32_rlx(&pd->vqueued, 1);
+	return false;
+}
+
+int64_t gmp__pd_watch_run(int64_t now)
+{
+	int64_t next = gmp__pd_watch_next();
+	if (next == 0 || next > now)
+		return next;
+	int64_t tick = now >> VW_TICK_SHIFT;
+	uint32_t gen = gmp__netpoll_generation();
+	gmp__pd *batch[VW_BATCH];
+	int nb = 0;
+	bool more = false;
+	gmp__lock(&vw.lock);
+	if (tick - vw.tick >= VW_SLOTS)
+		vw.tick = tick - VW_SLOTS + 1; /* every slot once */
+	for (; vw.tick <= tick; vw.tick++) {
+		gmp__pd **pp = &vw.slot[vw.tick & (VW_SLOTS - 1)];
+		while (*pp && nb < VW_BATCH) {
+			gmp__pd *pd = *pp;
+			if (pd->vdue <= tick) {
+				*pp = pd->vnext; /* still vqueued: ours now */
+				vw.n--;
+				batch[nb++] = pd;
+			} else {
+				pp = &pd->vnext;
+			}
+		}
+		if (*pp) {
+			more = true; /* the batch is full: the rest soon */
+			break;
+		}
+	}
+	gmp__unlock(&vw.lock);
+
+	gmp__gqueue q = { 0 };
+	bool keep[VW_BATCH];
+	for (int i = 0; i < nb; i++)
+		keep[i] = look(batch[i], gen, &q);
+
+	gmp__lock(&vw.lock);
+	for (int i = 0; i < nb; i++) {
+		gmp__pd *pd = batch[i];
+		if (keep[i] || !vw_drop(pd))
+			vw_insert(pd,
+				  tick + (1 << gmp__load32_rlx(&pd->vshift)));
+	}
+	next = more ? now : vw_first();
+	gmp__store64_rel((volatile uint64_t *)&vw.next, (uint64_t)next);
+	gmp__unlock(&vw.lock);
+	if (q.n)
+		gmp__injectglist(&q);
+	return next;
+}
+
+/* ---- accepted sockets ---------------------------------------------------------- */
+
+void gmp__pd_accepted(int fd, bool nonblock, int kind)
+{
+	int err = 0;
+	gmp__pd *pd = pd_get(fd, &err);
+	if (!pd)
+		return; /* beyond the table: its calls will say so */
+	if (nonblock && gmp__netpoll_init() != 0)
+		nonblock = false; /* its first park will report it */
+	uint32_t gen = gmp__netpoll_generation();
+	gmp__lock(&pd->lock);
+	if (gmp__load32_rlx(&pd->ref) & PD_CLOSING) {
+		/* The old file's gmp_close is finishing (its close(2) has
+		 * returned, or accept could not have given us the number):
+		 * it resets the descriptor, and the first park arms. */
+		gmp__unlock(&pd->lock);
+		return;
+	}
+	uint32_t nseq = (gmp__load32_rlx(&pd->seq) + 1) & PD_SEQ_MASK;
+	/* Events still coming for the old file are stale from here on, and
+	 * whoever waits here waits on that file: -EBADF (broken). */
+	gmp__store32_rel(&pd->seq, nseq);
+	gmp__store32_rlx(&pd->kind, (uint32_t)kind);
+	gmp__store32_rlx(&pd->rdrain, 0);
+	gmp__store32_rlx(&pd->rdhup, 0);
+	gmp__store32_rlx(&pd->vshift, 0);
+	gmp__store32_rlx(&pd->epgen, 0);
+	if (nonblock) {
+		err = gmp__netpoll_open(fd, cookie(pd, nseq));
+		if (err == -EEXIST) /* cannot be: a new file */
+			err = gmp__netpoll_modify(fd, cookie(pd, nseq));
+		if (err == 0)
+			gmp__store32_rlx(&pd->epgen, gen);
+	}
+	edges_bump(pd);
+	gmp_g *rg = slot_wake(&pd->rg);
+	gmp_g *wg = slot_wake(&pd->wg);
+	gmp__waiter *stale = list_take_all(pd, -EBADF);
+	gmp__unlock(&pd->lock);
+	if (rg)
+		gmp__ready(rg, true);
+	if (wg)
+		gmp__ready(wg, true);
+	list_wake(stale);
+}
+
 /* ---- references and closing -------------------------------------------------- */
 
 /* The number's last close(2) is under way (CLOSED): the caller is not
  * late for the old file but early for whatever the number names next, so
  * it waits for the descriptor to reopen, which takes only as long as that
  * close(2). A task yields meanwhile, a thread gives up its CPU. */
-static void wait_reopen(gmp__pd *pd)
+static __attribute__((noinline)) void wait_reopen(gmp__pd *pd)
 {
 	bool task = gmp__getg(NULL) != NULL;
 	while (gmp__load32_acq(&pd->ref) & PD_CLOSED) {
@@ -1080,7 +1457,8 @@ static int final_close(gmp__pd *pd)
 	int efd = pd->evfd1 - 1;
 	pd->evfd1 = 0;
 	pd->closer = NULL;
-	pd->epgen = 0;
+	gmp__store32_rlx(&pd->epgen, 0);
+	gmp__store32_rlx(&pd->vshift, 0);
 	gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
 	gmp__store32_rlx(&pd->rdrain, 0);
 	gmp__store32_rlx(&pd->rdhup, 0);
@@ -1196,9 +1574,10 @@ int gmp__pd_close(int fd)
 	/* Unregister while the number still names the file (epoll cannot
 	 * forget a file by any other handle); it would also go by itself
 	 * when the file's last reference does, but not if it was dup()ed. */
-	if (pd->epgen && pd->epgen == gmp__netpoll_generation())
+	uint32_t epgen = gmp__load32_rlx(&pd->epgen);
+	if (epgen && epgen == gmp__netpoll_generation())
 		gmp__netpoll_close(fd);
-	pd->epgen = 0;
+	gmp__store32_rlx(&pd->epgen, 0);
 	int fl = fcntl(fd, F_GETFL);
 	errno = saved;
 	gmp__unlock(&pd->lock);
@@ -1245,7 +1624,9 @@ void gmp__pd_forked(void)
 			gmp__storep_rlx(&pd->wg, PD_NIL);
 			gmp__storep_rlx(&pd->list, NULL);
 			pd->closer = NULL;
-			pd->epgen = 0;
+			gmp__store32_rlx(&pd->epgen, 0);
+			pd->vnext = NULL;
+			gmp__store32_rlx(&pd->vqueued, 0);
 			gmp__store32_rlx(&pd->twait, 0);
 			pd->dlsig = false;
 			pd->dlack = 0;
@@ -1254,4 +1635,8 @@ void gmp__pd_forked(void)
 			pd->evfd1 = 0;
 		}
 	}
+	/* The wheel's lock may have been held by a thread of the parent's;
+	 * the descriptors on it were just taken off. */
+	memset(&vw, 0, sizeof vw);
+	vw.lock = (gmp__mutex)GMP__MUTEX_INIT;
 }

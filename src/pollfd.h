@@ -26,6 +26,8 @@ typedef struct gmp__pd_op {
 	uint32_t edges; /* the descriptor's edge count before the call's
 			   latest attempt (gmp__pd_snapshot) */
 	bool armed;     /* registration checked during this call */
+	bool trusted;   /* parked on a registration checked earlier (a
+			   later check may replace it: see pollfd.c) */
 } gmp__pd_op;
 
 enum { GMP__PD_READ = 0, GMP__PD_WRITE = 1 };
@@ -114,6 +116,28 @@ int gmp__pd_close(int fd);
 /* In the child of fork(): forgets every reference, waiter, registration
  * and thread eventfd of the parent's (see pollfd.c). fork.c calls it. */
 void gmp__pd_forked(void);
+
+/* Checks now, with a system call, that the poller watches the file behind
+ * pd's number (what a task's park otherwise takes on trust and checks
+ * later), and records its generation in op. For a file the runtime did
+ * not create but knows is new to this call, such as the socket gmp_connect
+ * is connecting. Returns 0 or -errno (-EBADF: closing). Tasks only. */
+int gmp__pd_arm(gmp__pd *pd, gmp__pd_op *op);
+
+/* gmp_accept made fd, a new file (a socket of `kind`): resets its
+ * descriptor for it, waking with -EBADF any task still parked on the
+ * number's old file, and for a non-blocking one (`nonblock`) registers it
+ * with the poller at once, so that its calls' parks need no check. */
+void gmp__pd_accepted(int fd, bool nonblock, int kind);
+
+/* sysmon: makes the deferred checks of registrations that are due at
+ * `now` (gmp__nanotime), readying through gmp__injectglist the tasks a
+ * changed file wakes. Returns when the next check is due (0: none). Only
+ * sysmon calls it. */
+int64_t gmp__pd_watch_run(int64_t now);
+
+/* When the next deferred check is due (0: none); lock-free. */
+int64_t gmp__pd_watch_next(void);
 
 /* The cached kind. */
 int gmp__pd_kind(const gmp__pd *pd);

@@ -201,8 +201,9 @@ gmp__p *gmp__pidleget_prefer(gmp__p *want)
 		*pp = p->link;
 		p->link = NULL;
 		gmp__add32_full(&gmp__sched.npidle, -1);
-		/* A P goes to work: sysmon must watch it again. */
-		gmp__sysmon_wake_locked();
+		/* A P goes to work: sysmon must watch it again, soon; if its
+		 * deep sleep is a short one it is soon enough. */
+		gmp__sysmon_wake_long_locked();
 	}
 	return p;
 }
@@ -536,7 +537,10 @@ static void start_idle(int64_t n)
 
 /* Makes every G in q (all WAITING, e.g. from the poller) runnable and
  * queues them: with no P, all on the global queue with an M started per
- * idle P; with a P, one per idle P globally and the rest locally. */
+ * idle P; with a P, up to GMP__INJECT_LOCAL of them locally, waking
+ * nobody, and more one per idle P globally and the rest locally. */
+enum { GMP__INJECT_LOCAL = 4 };
+
 void gmp__injectglist(gmp__gqueue *q)
 {
 	if (!q->head)
@@ -546,6 +550,15 @@ void gmp__injectglist(gmp__gqueue *q)
 	gmp__m *m;
 	gmp__getg(&m); /* g0 here, or sysmon (no M) */
 	gmp__p *p = m ? m->p : NULL;
+	if (p && q->n <= GMP__INJECT_LOCAL) {
+		/* A few Gs: this M runs them sooner than an idle P's M could
+		 * be woken (a futex wake and a context switch on the other
+		 * CPU, each more than a request handler's few microseconds).
+		 * Nobody is woken; should the first of them run long, sysmon
+		 * ends its slice and the rest run, or are stolen. */
+		gmp__runq_putbatch(p, q);
+		return;
+	}
 	if (!p) {
 		int64_t n = q->n;
 		gmp__lock(&gmp__sched.lock);

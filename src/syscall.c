@@ -212,9 +212,8 @@ GMP_EXTERN void gmp_exit_syscall(void)
 		gmp__throw("gmp_exit_syscall without gmp_enter_syscall (task "
 			   "%lld is %s)",
 			   (long long)g->id, gmp__gstatus_name(st));
-	int e = gmp__errno_get(); /* the syscall's errno: keep it */
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
-		gmp__jitter();
+		gmp__jitter(); /* keeps errno */
 	/* In the runtime before we are RUNNING again: from the CAS on, the
 	 * P (if we still have one) is ours, and sysmon could otherwise take
 	 * it as a running task's. A task in a syscall is never detached, so
@@ -230,6 +229,10 @@ GMP_EXTERN void gmp_exit_syscall(void)
 		gmp__leave(g, was);
 		return;
 	}
+	/* The syscall's errno, which the slow paths must keep (their locks
+	 * and switches may change it); the fast path above touches nothing
+	 * that could. Still the errno of this thread: we have not moved. */
+	int e = gmp__errno_get();
 	p = exitsyscall_tryget(oldp);
 	if (p) {
 		gmp__acquirep(m, p);

@@ -16,10 +16,13 @@
  *  - with GMP_DEBUG=schedtrace=MS it prints a line every MS ms.
  *
  * When every P is idle there is nothing to watch: sysmon sleeps deeply on
- * sched.sysmonnote until a P leaves the idle list (pidleget) or a task
- * enters a syscall (which happens on a P, so the first one wakes it), or
- * until the next timer, with a 1 s cap so idle-time chores still run
- * (the P count, the free lists' rotation). While the free lists' sweep
+ * sched.sysmonnote until a task enters a syscall, or until the next timer
+ * or the poller's next deferred check (pollfd.c), with a 1 s cap so
+ * idle-time chores still run (the P count, the free lists' rotation).
+ * While any task is live the deep sleep lasts at most 10 ms, its longest
+ * round, so that a task that starts running meanwhile is watched soon
+ * enough without waking sysmon for it; a sleep taken with no task live is
+ * also ended by a P leaving the idle list (pidleget). While the free lists' sweep
  * ages out a backlog (g.c), the deep sleep lasts at most until its next
  * slice, 10 ms away; once it has nothing left, the sweep asks for no
  * round at all.
@@ -32,6 +35,7 @@
 #include "internal.h"
 #include "maxprocs.h"
 #include "netpoll.h"
+#include "pollfd.h"
 #include "preempt.h"
 #include "runq.h"
 #include "scheduler.h"
@@ -40,6 +44,13 @@
 #include "thread.h"
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
+
+/* sched.sysmonwait while sysmon sleeps deeply: SHORT while tasks are live
+ * (the sleep lasts at most DEEP_SHORT_NS, so a task that starts running
+ * meanwhile is watched soon enough without waking sysmon for it), LONG
+ * while none is (up to a second; a P leaving the idle list ends it). */
+enum { SYSMON_WAIT_SHORT = 1, SYSMON_WAIT_LONG = 2 };
+enum { DEEP_SHORT_NS = 10 * 1000 * 1000 };
 
 /* While any P runs a task, sysmon looks at least this often (µs), so that
  * a slice is seen to begin at most this late, and so ends, and is
@@ -60,6 +71,14 @@ static struct {
 void gmp__sysmon_wake_locked(void)
 {
 	if (gmp__load32_rlx(&gmp__sched.sysmonwait)) {
+		gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
+		gmp__notewakeup(&gmp__sched.sysmonnote);
+	}
+}
+
+void gmp__sysmon_wake_long_locked(void)
+{
+	if (gmp__load32_rlx(&gmp__sched.sysmonwait) == SYSMON_WAIT_LONG) {
 		gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
 		gmp__notewakeup(&gmp__sched.sysmonnote);
 	}
@@ -231,6 +250,52 @@ static void schedtrace(int64_t now, int64_t start)
 		gmp__sched_detail(stderr);
 }
 
+/* sysmon's deep sleep, with sched.lock held and every P idle: until the
+ * next timer, the poller's next deferred check of a registration
+ * (pollfd.c), the free lists' next sweep (10 ms apart while it has work)
+ * or a second, whichever comes first, unless woken. While tasks are live
+ * it sleeps in slices of at most DEEP_SHORT_NS (SHORT, which a P leaving
+ * the idle list does not end): after each it looks whether a P has gone to
+ * work meanwhile, and if none has it sleeps on, still counted as deeply
+ * asleep. Returns whether it was woken; sched.lock is held again. */
+static bool deep_sleep(int64_t now, int64_t sweepnext)
+{
+	bool woken = false;
+	for (;;) {
+		int64_t sleep = 1000000000;
+		int64_t next = gmp__timers_earliest();
+		if (next && next - now < sleep)
+			sleep = next > now ? next - now : 0;
+		next = gmp__pd_watch_next();
+		if (next && next - now < sleep)
+			sleep = next > now ? next - now : 0;
+		if (sweepnext && sweepnext - now < sleep)
+			sleep = sweepnext > now ? sweepnext - now : 0;
+		uint32_t kind = SYSMON_WAIT_LONG;
+		if (gmp__tasks_live() > 0 && sleep > DEEP_SHORT_NS) {
+			sleep = DEEP_SHORT_NS;
+			kind = SYSMON_WAIT_SHORT;
+		}
+		gmp__store32_rlx(&gmp__sched.sysmonwait, kind);
+		gmp__unlock(&gmp__sched.lock);
+		woken = gmp__notetsleep(&gmp__sched.sysmonnote, sleep);
+		gmp__lock(&gmp__sched.lock);
+		/* A slice of a longer sleep ended, nobody woke us (a waker
+		 * clears sysmonwait under this lock) and still every P is
+		 * idle: sleep on. */
+		if (woken || kind != SYSMON_WAIT_SHORT ||
+		    gmp__load32_rlx(&gmp__sched.sysmonwait) != kind ||
+		    gmp__load32_rlx(&gmp__sched.npidle) !=
+			    gmp__load32_rlx(&gmp__sched.gomaxprocs) ||
+		    retiring_held() || gmp__load32_rlx(&sm.stop))
+			break;
+		now = gmp__nanotime();
+	}
+	gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
+	gmp__noteclear(&gmp__sched.sysmonnote);
+	return woken;
+}
+
 static void *sysmon_main(void *arg)
 {
 	(void)arg;
@@ -283,6 +348,11 @@ static void *sysmon_main(void *arg)
 		int64_t ask = delay * 1000;
 		if (delay <= 160)
 			ask -= overshoot;
+		/* A deferred check of the poller's registrations is due
+		 * sooner (pollfd.c; at most one a tick, about 1 ms). */
+		int64_t check = gmp__pd_watch_next();
+		if (check && check - before < ask)
+			ask = check - before > 20000 ? check - before : 20000;
 		if (gmp__notetsleep(&sm.stopnote, ask))
 			break;
 		int64_t now = gmp__nanotime();
@@ -306,23 +376,7 @@ static void *sysmon_main(void *arg)
 			if (gmp__load32_rlx(&gmp__sched.npidle) ==
 				    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
 			    !retiring_held() && !gmp__load32_rlx(&sm.stop)) {
-				int64_t sleep = 1000000000;
-				int64_t next = gmp__timers_earliest();
-				if (next && next - now < sleep)
-					sleep = next > now ? next - now : 0;
-				/* The sweep ages the free lists in slices
-				 * 10 ms apart while it has any to do. */
-				if (sweepnext && sweepnext - now < sleep)
-					sleep = sweepnext > now
-							? sweepnext - now
-							: 0;
-				gmp__store32_rlx(&gmp__sched.sysmonwait, 1);
-				gmp__unlock(&gmp__sched.lock);
-				bool woken = gmp__notetsleep(
-					&gmp__sched.sysmonnote, sleep);
-				gmp__lock(&gmp__sched.lock);
-				gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
-				gmp__noteclear(&gmp__sched.sysmonnote);
+				bool woken = deep_sleep(now, sweepnext);
 				if (woken) {
 					idle = 0;
 					delay = 20;
@@ -343,6 +397,7 @@ static void *sysmon_main(void *arg)
 			gmp__netpoll(0, &q);
 			gmp__injectglist(&q);
 		}
+		gmp__pd_watch_run(now);
 		/* A timer is due and nobody ran it (its P is busy): start an
 		 * M on an idle P; its steal pass runs other Ps' timers. */
 		int64_t next = gmp__timers_earliest();

@@ -11,4 +11,8 @@ void gmp__sysmon_stop(void);
 /* Ends sysmon's deep sleep, if it is in one (sched.lock held). */
 void gmp__sysmon_wake_locked(void);
 
+/* The same, but only a deep sleep that may last longer than sysmon's
+ * longest round (10 ms): taken while no task is live. */
+void gmp__sysmon_wake_long_locked(void);
+
 #endif

@@ -979,6 +979,103 @@ static void test_io_fd_reuse_as_blocking_pipe(void **s)
 	close(reuse_fd);
 }
 
+/* The same without a dup: the old file is gone, so epoll has forgotten
+ * it, and the reader's next read parks on trust (its stream was drained)
+ * on a file the poller does not watch. The deferred check must notice the
+ * new file and the reader get the new file's data, well within a second
+ * (it takes a millisecond or two). */
+static void reuse_late_reader(void *arg)
+{
+	(void)arg;
+	char buf[16];
+	atomic_store(&reuse_g, gmp_current());
+	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == 3);
+	atomic_store(&reuse_stage, 1);
+	while (atomic_load(&reuse_stage) != 2)
+		gmp_sleep(1000000);
+	ssize_t r = gmp_read(reuse_fd, buf, sizeof buf);
+	T_ASSERT(r == 3);
+	T_ASSERT(memcmp(buf, "new", 3) == 0);
+	atomic_store(&reuse_stage, 3);
+	/* Until the main thread has stopped looking at this task (TSan:
+	 * its looks happen before our exit rewrites the G). */
+	while (atomic_load(&reuse_stage) != 4)
+		gmp_sleep(1000000);
+}
+
+static void test_io_fd_reuse_noticed_by_deferred_check(void **s)
+{
+	(void)s;
+	tu_init(2);
+	atomic_store(&reuse_stage, 0);
+	int a[2], b[2];
+	nb_socketpair(a);
+	a[0] = move_high(a[0]);
+	reuse_fd = a[0];
+	atomic_store(&reuse_g, NULL);
+	assert_true(gmp_go(reuse_late_reader, NULL) > 0);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
+	assert_int_equal(write(a[1], "one", 3), 3);
+	TU_WAIT_FOR(atomic_load(&reuse_stage) != 0);
+	close(a[0]);
+	close(a[1]);
+	nb_socketpair(b);
+	assert_int_equal(dup2(b[0], reuse_fd), reuse_fd);
+	close(b[0]);
+	atomic_store(&reuse_stage, 2);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
+	/* No edge reaches the poller for this: only the check finds it. */
+	assert_int_equal(write(b[1], "new", 3), 3);
+	int64_t t0 = tu_now_ns();
+	TU_WAIT_FOR(atomic_load(&reuse_stage) == 3);
+	assert_true(tu_now_ns() - t0 < 1000 * 1000000LL);
+	atomic_store(&reuse_stage, 4);
+	assert_int_equal(gmp_shutdown(), 0);
+	close(b[1]);
+	close(reuse_fd);
+}
+
+/* A reader parked on trust on a number closed with plain close() and not
+ * reused: the check finds no file there, and the retried read says
+ * -EBADF, rather than the reader waiting for ever. */
+static void closed_under_reader(void *arg)
+{
+	(void)arg;
+	char buf[16];
+	atomic_store(&reuse_g, gmp_current());
+	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == 3);
+	atomic_store(&reuse_stage, 1);
+	while (atomic_load(&reuse_stage) != 2)
+		gmp_sleep(1000000);
+	T_ASSERT(gmp_read(reuse_fd, buf, sizeof buf) == -EBADF);
+	atomic_store(&reuse_stage, 3);
+	while (atomic_load(&reuse_stage) != 4) /* as reuse_late_reader */
+		gmp_sleep(1000000);
+}
+
+static void test_io_plain_close_under_parked_reader_noticed(void **s)
+{
+	(void)s;
+	tu_init(1);
+	atomic_store(&reuse_stage, 0);
+	int a[2];
+	nb_socketpair(a);
+	a[0] = move_high(a[0]);
+	reuse_fd = a[0];
+	atomic_store(&reuse_g, NULL);
+	assert_true(gmp_go(closed_under_reader, NULL) > 0);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
+	assert_int_equal(write(a[1], "one", 3), 3);
+	TU_WAIT_FOR(atomic_load(&reuse_stage) != 0);
+	atomic_store(&reuse_stage, 2);
+	TU_WAIT_FOR(parked_reading(atomic_load(&reuse_g)));
+	close(a[0]); /* the peer stays open: no hang-up edge either */
+	TU_WAIT_FOR(atomic_load(&reuse_stage) == 3);
+	atomic_store(&reuse_stage, 4);
+	assert_int_equal(gmp_shutdown(), 0);
+	close(a[1]);
+}
+
 /* ---- SIGPIPE --------------------------------------------------------------------------- */
 
 static void epipe_task(void *arg)
@@ -1359,6 +1456,8 @@ GMP_TEST_MAIN(cmocka_unit_test(test_io_hundred_parked_readers_hold_no_thread),
 	      cmocka_unit_test(test_io_close_races_with_io_maxprocs_4),
 	      cmocka_unit_test(test_io_fd_reuse_after_plain_close),
 	      cmocka_unit_test(test_io_fd_reuse_as_blocking_pipe),
+	      cmocka_unit_test(test_io_fd_reuse_noticed_by_deferred_check),
+	      cmocka_unit_test(test_io_plain_close_under_parked_reader_noticed),
 	      cmocka_unit_test(test_io_write_to_closed_peer_epipe_no_sigpipe),
 	      cmocka_unit_test(test_io_write_partial_when_peer_closes),
 	      cmocka_unit_test(test_io_write_partial_when_closed),

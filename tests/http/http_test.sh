@@ -9,7 +9,8 @@
 # requests in one write, answered in order), HTTP/1.0, a malformed request
 # (400, then the server closes), a missing Host, a path that climbs out of
 # the root (403), a large file (8 MiB of random bytes, compared by
-# checksum), and a clean stop on SIGTERM with a connection open (exit
+# checksum), the idle timeout (--idle-timeout: a silent connection is
+# closed), and a clean stop on SIGTERM with a connection open (exit
 # status 0 within a few seconds). Time bounds are generous: the machine
 # may be busy. Exit 0 on success, 1 on failure. HTTP_TEST_NO_CURL=1 tries
 # the /dev/tcp client even where curl is installed.
@@ -41,7 +42,9 @@ printf 'file content\n' >"$WORK/root/a.txt"
 printf 'secret\n' >"$WORK/secret.txt"
 head -c $((8 << 20)) /dev/urandom >"$WORK/root/sub/big.bin"
 
-GMP_MAXPROCS=2 "${EMU[@]}" "$SERVER" --root="$WORK/root" >"$WORK/out" 2>"$WORK/err" &
+IDLE=3 # --idle-timeout, seconds
+GMP_MAXPROCS=2 "${EMU[@]}" "$SERVER" --root="$WORK/root" --idle-timeout=$IDLE \
+	>"$WORK/out" 2>"$WORK/err" &
 PID=$!
 PORT=
 for _ in $(seq 100); do # up to 10 s
@@ -172,6 +175,30 @@ if [[ $got == "$want" ]]; then
 else
 	fail "8 MiB file: checksum $got, want $want"
 fi
+
+# ---- an idle connection is closed after --idle-timeout ------------------------------
+# One that never sends, and one that sends a request and then nothing: the
+# server closes each (cat sees the end) no sooner than IDLE - 1 s after its
+# last read began, and well within IDLE + 7 s.
+for what in silent after-request; do
+	exec 5<>"/dev/tcp/127.0.0.1/$PORT"
+	if [[ $what == after-request ]]; then
+		printf 'GET / HTTP/1.1\r\nHost: t\r\n\r\n' >&5
+		IFS= read -r -t 10 line <&5
+	fi
+	t0=$(date +%s%N)
+	timeout $((IDLE + 7)) cat <&5 >/dev/null
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	exec 5>&-
+	if ((rc != 0)); then
+		fail "idle timeout ($what): still open after $((IDLE + 7)) s"
+	elif ((ms < (IDLE - 1) * 1000)); then
+		fail "idle timeout ($what): closed after $ms ms, before ${IDLE} s"
+	else
+		pass "idle timeout ($what): closed after $ms ms"
+	fi
+done
 
 # ---- a clean stop, with an idle connection open -----------------------------------
 exec 4<>"/dev/tcp/127.0.0.1/$PORT"
