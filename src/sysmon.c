@@ -254,13 +254,14 @@ static void schedtrace(int64_t now, int64_t start)
  * next timer, the poller's next deferred check of a registration
  * (pollfd.c), the free lists' next sweep (10 ms apart while it has work)
  * or a second, whichever comes first, unless woken. While tasks are live
- * it sleeps in slices of at most DEEP_SHORT_NS (SHORT, which a P leaving
+ * it sleeps (still at most that second in all) in slices of at most DEEP_SHORT_NS (SHORT, which a P leaving
  * the idle list does not end): after each it looks whether a P has gone to
  * work meanwhile, and if none has it sleeps on, still counted as deeply
  * asleep. Returns whether it was woken; sched.lock is held again. */
 static bool deep_sleep(int64_t now, int64_t sweepnext)
 {
 	bool woken = false;
+	const int64_t entered = now;
 	for (;;) {
 		int64_t sleep = 1000000000;
 		int64_t next = gmp__timers_earliest();
@@ -290,6 +291,12 @@ static bool deep_sleep(int64_t now, int64_t sweepnext)
 		    retiring_held() || gmp__load32_rlx(&sm.stop))
 			break;
 		now = gmp__nanotime();
+		/* At most a second in all, as an unsliced deep sleep: the
+		 * round after it runs what has no deadline of its own here
+		 * (the free lists' sweep when it had nothing left, dead Gs
+		 * having come since, and the CPU-count check). */
+		if (now - entered >= 1000000000)
+			break;
 	}
 	gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
 	gmp__noteclear(&gmp__sched.sysmonnote);

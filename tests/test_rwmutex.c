@@ -172,8 +172,11 @@ static void test_rwmutex_writer_excludes_all_maxprocs_4(void **s)
 {
 	(void)s;
 	exclusion(4, false, 8, 2, TU_SCALE(100000));
-	/* With 4 Ps and yields inside read sections, readers did overlap. */
-	assert_true(atomic_load(&ex_maxreaders) > 1);
+	/* Whether readers overlapped here depends on timing (a sanitizer's
+	 * slow-down can serialise them); readers_overlap checks it with a
+	 * latch. Reported, not asserted. */
+	print_message("at most %d readers inside at once\n",
+		      (int)atomic_load(&ex_maxreaders));
 }
 
 static void test_rwmutex_stress_randomized(void **s)

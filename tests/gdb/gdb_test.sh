@@ -153,7 +153,7 @@ expect "info gmp-tasks: the count" '^4 tasks$'
 # the switch was a tail call), then the public call, then the user's, and
 # the trampoline ends every task's stack.
 expect_bt "channel" '^task [0-9]+ \[waiting, chan receive\]:' \
-	'^#0 .*gmp__(mcall|park|waiter_sleep|waiter_park)' 'in gmp_chan_recv ' 'in wait_on_chan ' \
+	'^#0 .*(gmp__(mcall|park|waiter_sleep|waiter_park)|chan_park)' 'in gmp_chan_recv ' 'in wait_on_chan ' \
 	'gmp__ctx_trampoline'
 expect_bt "mutex" '^task [0-9]+ \[waiting, mutex\]:' \
 	'in gmp_mutex_lock ' 'in mutex_waiter ' 'gmp__ctx_trampoline'
