@@ -220,7 +220,7 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 
 /* ---- gmp_write ---------------------------------------------------------------- */
 
-/* write(2) to something that is not a socket, with no SIGPIPE: the signal
+/* writev(2) to something that is not a socket, with no SIGPIPE: the signal
  * a write to a pipe without readers raises is directed at the writing
  * thread, so we block it on this thread around the call, take it back
  * with sigtimedwait if our write raised it, and restore the mask. If the
@@ -228,13 +228,13 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
  * as a plain write would leave it. (A SIGPIPE sent to the whole process
  * by kill() at that very instant could be taken too; the classic caveat
  * of this technique.) Runs inside the syscall bracket, so on one thread. */
-static ssize_t write_nosigpipe(int fd, const void *buf, size_t n)
+static ssize_t writev_nosigpipe(int fd, const struct iovec *iov, int n)
 {
 	sigset_t pipe, old;
 	sigemptyset(&pipe);
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, &old);
-	ssize_t r = write(fd, buf, n);
+	ssize_t r = writev(fd, iov, n);
 	if (r < 0) {
 		r = -gmp__errno_get();
 		if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
@@ -248,13 +248,27 @@ static ssize_t write_nosigpipe(int fd, const void *buf, size_t n)
 	return r;
 }
 
+/* What a send on a descriptor of cached kind `kind` taught us: ENOTSOCK
+ * means not a socket (write from now on), any other outcome but EBADF a
+ * socket. Returns the kind to go on with. */
+static int learn_from_send(struct io *io, int kind, ssize_t r)
+{
+	if (r == -ENOTSOCK) {
+		gmp__pd_set_kind(io->pd, GMP__PD_KIND_OTHER);
+		return GMP__PD_KIND_OTHER;
+	}
+	if (kind == GMP__PD_KIND_UNKNOWN && r != -EBADF)
+		gmp__pd_set_kind(io->pd, GMP__PD_KIND_SOCKET);
+	return kind;
+}
+
 /* One attempt. Sockets get send(MSG_NOSIGNAL), which raises no SIGPIPE at
- * all; everything else write_nosigpipe. Which is which is learnt from the
+ * all; everything else writev_nosigpipe. Which is which is learnt from the
  * calls themselves and cached in the descriptor: send on a non-socket
  * fails with ENOTSOCK (then we use write from now on), and any other
  * outcome but EBADF means a socket. If the number is reused for the other
  * kind, the cache corrects itself the same way (a socket reached through
- * write_nosigpipe is merely slower), so no fstat is ever needed. */
+ * writev_nosigpipe is merely slower), so no fstat is ever needed. */
 static ssize_t sys_write(struct io *io, const void *buf, size_t n)
 {
 	int kind = gmp__pd_kind(io->pd);
@@ -264,15 +278,12 @@ static ssize_t sys_write(struct io *io, const void *buf, size_t n)
 		r = send(io->fd, buf, n, MSG_NOSIGNAL);
 		if (r < 0)
 			r = -gmp__errno_get();
-		if (r == -ENOTSOCK) {
-			kind = GMP__PD_KIND_OTHER;
-			gmp__pd_set_kind(io->pd, kind);
-		} else if (kind == GMP__PD_KIND_UNKNOWN && r != -EBADF) {
-			gmp__pd_set_kind(io->pd, GMP__PD_KIND_SOCKET);
-		}
+		kind = learn_from_send(io, kind, r);
 	}
-	if (kind == GMP__PD_KIND_OTHER)
-		r = write_nosigpipe(io->fd, buf, n);
+	if (kind == GMP__PD_KIND_OTHER) {
+		struct iovec one = { .iov_base = (void *)buf, .iov_len = n };
+		r = writev_nosigpipe(io->fd, &one, 1);
+	}
 	sys_exit(io);
 	return r;
 }
@@ -282,7 +293,7 @@ static ssize_t sys_write(struct io *io, const void *buf, size_t n)
  * Returns n; if an error stops it after some bytes, that count; else
  * -errno (-EINVAL for n > SSIZE_MAX). Never raises SIGPIPE: on a socket it
  * uses send(MSG_NOSIGNAL), elsewhere it blocks and consumes the signal
- * (see write_nosigpipe); a reader that is gone is -EPIPE. From a task or
+ * (see writev_nosigpipe); a reader that is gone is -EPIPE. From a task or
  * any thread; a switch point. */
 GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n)
 {
@@ -581,28 +592,6 @@ GMP_EXTERN ssize_t gmp_readv(int fd, const struct iovec *iov, int n)
 	}
 }
 
-/* writev(2) to something that is not a socket, with no SIGPIPE: the
- * technique of write_nosigpipe, for vectors. */
-static ssize_t writev_nosigpipe(int fd, const struct iovec *iov, int n)
-{
-	sigset_t pipe, old;
-	sigemptyset(&pipe);
-	sigaddset(&pipe, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe, &old);
-	ssize_t r = writev(fd, iov, n);
-	if (r < 0) {
-		r = -gmp__errno_get();
-		if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
-			static const struct timespec zero = { 0, 0 };
-			while (sigtimedwait(&pipe, NULL, &zero) < 0 &&
-			       gmp__errno_get() == EINTR)
-				;
-		}
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
-
 /* One vectored attempt: sendmsg(MSG_NOSIGNAL) on a socket, else
  * writev_nosigpipe; the kind is learnt and cached as sys_write does. */
 static ssize_t sys_writev(struct io *io, const struct iovec *iov, int n)
@@ -616,12 +605,7 @@ static ssize_t sys_writev(struct io *io, const struct iovec *iov, int n)
 		r = sendmsg(io->fd, &m, MSG_NOSIGNAL);
 		if (r < 0)
 			r = -gmp__errno_get();
-		if (r == -ENOTSOCK) {
-			kind = GMP__PD_KIND_OTHER;
-			gmp__pd_set_kind(io->pd, kind);
-		} else if (kind == GMP__PD_KIND_UNKNOWN && r != -EBADF) {
-			gmp__pd_set_kind(io->pd, GMP__PD_KIND_SOCKET);
-		}
+		kind = learn_from_send(io, kind, r);
 	}
 	if (kind == GMP__PD_KIND_OTHER)
 		r = writev_nosigpipe(io->fd, iov, n);
