@@ -701,6 +701,19 @@ static void retire_p(gmp__m *m)
 	gmp__stopm(m);
 }
 
+/* With our P: a batch of readied I/O waiters (all WAITING): the first is
+ * ours to run, made RUNNABLE; the rest are queued (injectglist). NULL if
+ * the batch is empty. */
+static gmp_g *run_first_queue_rest(gmp__gqueue *q)
+{
+	gmp_g *g = gmp__gq_pop(q);
+	if (g) {
+		gmp__injectglist(q);
+		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
+	}
+	return g;
+}
+
 /* With our P: is an I/O wait over? Only one M polls at a time, and only
  * when someone waits and no M is blocked in the poller already (it would
  * see the same events). */
@@ -713,12 +726,7 @@ static gmp_g *poll_nonblocking(void)
 	gmp__gqueue q = { 0 };
 	gmp__netpoll(0, &q);
 	gmp__store32_rel(&gmp__sched.pollingnet, 0);
-	gmp_g *g = gmp__gq_pop(&q);
-	if (g) {
-		gmp__injectglist(&q);
-		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
-	}
-	return g;
+	return run_first_queue_rest(&q);
 }
 
 /* With our P: completed file operations (uring.c), any P's ring. */
@@ -727,10 +735,7 @@ static gmp_g *reap_rings(void)
 	gmp__gqueue q = { 0 };
 	if (gmp__uring_reap(&q) == 0)
 		return NULL;
-	gmp_g *g = gmp__gq_pop(&q);
-	gmp__injectglist(&q);
-	gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
-	return g;
+	return run_first_queue_rest(&q);
 }
 
 /* Finds a runnable G for m, blocking (parking m) until there is one.
@@ -879,13 +884,8 @@ top:;
 			gmp__injectglist(&q);
 		} else {
 			gmp__acquirep(m, np);
-			g = gmp__gq_pop(&q);
-			if (g) {
-				gmp__injectglist(&q);
-				gmp__casgstatus(g, GMP__G_WAITING,
-						GMP__G_RUNNABLE);
+			if ((g = run_first_queue_rest(&q)) != NULL)
 				return g;
-			}
 			if (was_spinning)
 				becomespinning(m);
 			goto top;
