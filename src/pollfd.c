@@ -770,6 +770,18 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
 	return 0;
 }
 
+/* Under pd->lock: what we knew of the file behind the number no longer
+ * holds (a new file behind it, or none): its kind (now `kind`), the
+ * drained-read hint, the end seen, and the deferred check's interval,
+ * which starts at a millisecond again. */
+static void forget_file(gmp__pd *pd, uint32_t kind)
+{
+	gmp__store32_rlx(&pd->kind, kind);
+	gmp__store32_rlx(&pd->rdrain, 0);
+	gmp__store32_rlx(&pd->rdhup, 0);
+	gmp__store32_rlx(&pd->vshift, 0);
+}
+
 /* ---- registration --------------------------------------------------------------- */
 
 /* Makes sure epoll watches the file now behind pd->fd under our cookie,
@@ -803,9 +815,7 @@ static __attribute__((noinline)) int arm(gmp__pd *pd, gmp__pd_op *op)
 		gmp__netpoll_modify(pd->fd, cookie(pd, nseq));
 		/* Whoever waits here waits on the old file, and what we knew
 		 * of its kind is no longer true. */
-		gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
-		gmp__store32_rlx(&pd->rdrain, 0);
-		gmp__store32_rlx(&pd->rdhup, 0);
+		forget_file(pd, GMP__PD_KIND_UNKNOWN);
 		edges_bump(pd);
 		rg = slot_wake(&pd->rg);
 		wg = slot_wake(&pd->wg);
@@ -1252,10 +1262,7 @@ static void probe(gmp__pd *pd, uint32_t gen, gmp__gqueue *q)
 		 * (a park arms first). */
 		gmp__store32_rlx(&pd->epgen, 0);
 	}
-	gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
-	gmp__store32_rlx(&pd->rdrain, 0);
-	gmp__store32_rlx(&pd->rdhup, 0);
-	gmp__store32_rlx(&pd->vshift, 0);
+	forget_file(pd, GMP__PD_KIND_UNKNOWN);
 	edges_bump(pd);
 	gmp_g *rg = slot_wake(&pd->rg);
 	gmp_g *wg = slot_wake(&pd->wg);
@@ -1375,10 +1382,7 @@ void gmp__pd_accepted(int fd, bool nonblock, int kind)
 	/* Events still coming for the old file are stale from here on, and
 	 * whoever waits here waits on that file: -EBADF (broken). */
 	gmp__store32_rel(&pd->seq, nseq);
-	gmp__store32_rlx(&pd->kind, (uint32_t)kind);
-	gmp__store32_rlx(&pd->rdrain, 0);
-	gmp__store32_rlx(&pd->rdhup, 0);
-	gmp__store32_rlx(&pd->vshift, 0);
+	forget_file(pd, (uint32_t)kind);
 	gmp__store32_rlx(&pd->epgen, 0);
 	if (nonblock) {
 		err = gmp__netpoll_open(fd, cookie(pd, nseq));
@@ -1458,10 +1462,7 @@ static int final_close(gmp__pd *pd)
 	pd->evfd1 = 0;
 	pd->closer = NULL;
 	gmp__store32_rlx(&pd->epgen, 0);
-	gmp__store32_rlx(&pd->vshift, 0);
-	gmp__store32_rlx(&pd->kind, GMP__PD_KIND_UNKNOWN);
-	gmp__store32_rlx(&pd->rdrain, 0);
-	gmp__store32_rlx(&pd->rdhup, 0);
+	forget_file(pd, GMP__PD_KIND_UNKNOWN);
 	gmp__store64_rlx(&pd->dl[GMP__PD_READ], 0);
 	gmp__store64_rlx(&pd->dl[GMP__PD_WRITE], 0);
 	gmp__store32_rlx(&pd->seen, 0);
