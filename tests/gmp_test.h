@@ -95,6 +95,35 @@
 	 : TU_ASAN ? (n) / 10                                                  \
 		   : (n))
 
+/* An arm64 binary that reads an x86 /proc/cpuinfo runs under qemu-user
+ * (which passes the host's through). */
+static inline bool tu_under_qemu(void)
+{
+#if defined(__aarch64__)
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+	bool x86 = false;
+	while (f && !x86 && fgets(line, sizeof line, f))
+		x86 = !strncmp(line, "vendor_id", 9);
+	if (f)
+		fclose(f);
+	return x86;
+#else
+	return false;
+#endif
+}
+
+/* How many times longer than natively a host thread may take to run once
+ * it is woken: qemu-user emulates every thread, TSan slows each by 5-15x,
+ * and either shares the two CPUs here with whatever else CI runs. For
+ * bounds on how late something wakes where the host scheduler, not the
+ * runtime, decides most of the delay; not for the runtime's own
+ * timeouts. */
+static inline int tu_host_slowdown(void)
+{
+	return TU_TSAN || tu_under_qemu() ? 5 : 1;
+}
+
 /* ---- time, threads, the runtime ------------------------------------------ */
 
 static inline int64_t tu_now_ns(void)

@@ -11,31 +11,13 @@
 
 enum { CHILD_ALARM_S = 20 };
 
-/* An arm64 binary that reads an x86 /proc/cpuinfo runs under qemu-user
- * (which passes the host's through). */
-static bool under_qemu(void)
-{
-#if defined(__aarch64__)
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[256];
-	bool x86 = false;
-	while (f && !x86 && fgets(line, sizeof line, f))
-		x86 = !strncmp(line, "vendor_id", 9);
-	if (f)
-		fclose(f);
-	return x86;
-#else
-	return false;
-#endif
-}
-
 /* Where the child of a multi-threaded fork cannot start threads, and so
  * no fresh runtime: ThreadSanitizer (it dies, or with die_after_fork=0
  * trips over its records of the parent's threads) and qemu-user 7.2 (its
  * own assertions fail: "cpu == current_cpu"). */
 #define SKIP_WHERE_CHILD_CANNOT_THREAD()                                       \
 	do {                                                                   \
-		if (TU_TSAN || under_qemu()) {                                 \
+		if (TU_TSAN || tu_under_qemu()) {                              \
 			print_message("skipped: %s cannot start threads in "   \
 				      "the child of a threaded fork\n",        \
 				      TU_TSAN ? "TSan" : "qemu-user");         \

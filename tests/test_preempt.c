@@ -77,6 +77,20 @@ static void init_procs(int procs)
 
 /* ---- k hogs at maxprocs p: a sleeper still wakes on time ----------------------- */
 
+/* How late a 10 ms sleep beside hogs may wake. The runtime's part is a
+ * slice and a grace (11 ms) per hog still on the P, and the hand-off; the
+ * rest is the host's: a detached hog is a thread of its own that the
+ * kernel shares the CPUs with the sleeper's thread, so the sleeper's
+ * thread, once woken, waits its turn among them. Natively that turn is a
+ * few milliseconds; under qemu-user, which emulates every thread, with
+ * another suite's hogs running beside it in CI, it was seen at 30-80 ms,
+ * once the hogs were all detached and the P idle. A task that was never
+ * detached would not wake at all. */
+static int64_t wake_bound_ns(void)
+{
+	return 50 * MS * tu_host_slowdown();
+}
+
 struct sleeper_run {
 	int nhogs;
 	int rounds;
@@ -137,7 +151,7 @@ static void hogs_beside_sleeper(int procs, int k)
 		"detaches\n",
 		procs, k, (double)r.worst_ns / 1e6,
 		(unsigned long long)s.detaches);
-	assert_true(r.worst_ns <= 50 * MS);
+	assert_true(r.worst_ns <= wake_bound_ns());
 	assert_true(s.detaches >= (uint64_t)k - (k > procs ? 0 : 1));
 	assert_int_equal(gmp_shutdown(), 0);
 }
@@ -461,7 +475,7 @@ static void test_preempt_unwrapped_blocking_call_loses_its_p(void **s)
 	init_procs(1);
 	int64_t worst = 0;
 	assert_int_equal(gmp_main(unwrapped_main, &worst), 0);
-	assert_true(worst <= 50 * MS);
+	assert_true(worst <= wake_bound_ns());
 	assert_true(tu_stats().detaches >= 1);
 	assert_int_equal(gmp_shutdown(), 0);
 }
@@ -580,7 +594,7 @@ static void test_preempt_shootdown_barrier(void **s)
 	assert_null(why);
 	struct sleeper_run r = { .nhogs = 2, .rounds = 15 };
 	assert_int_equal(gmp_main(sleeper_main, &r), 0);
-	assert_true(r.worst_ns <= 50 * MS);
+	assert_true(r.worst_ns <= wake_bound_ns());
 	assert_true(tu_stats().detaches >= 1);
 #else
 	assert_non_null(why);
