@@ -398,6 +398,9 @@ typedef struct gmp__sched {
 
 	gmp__p *pidle;                  /* idle Ps; sched.lock */
 	volatile uint32_t npidle;       /* atomic; written under sched.lock */
+	volatile uint32_t pidlegets;    /* Ps taken off the idle list, ever;
+					written under sched.lock, read racily
+					by sysmon */
 	volatile uint32_t nmspinning;   /* atomic (see sched.c's protocol) */
 	volatile uint32_t needspinning; /* atomic: a P must not go idle */
 
@@ -455,8 +458,11 @@ typedef struct gmp__sched {
 	volatile uint32_t pollingnet;
 
 	/* sysmon's deep sleep (sysmon.c): set under sched.lock while it
-	 * sleeps on sysmonnote because every P is idle. */
+	 * sleeps on sysmonnote because every P is idle; sysmonuntil is when
+	 * that sleep (or its current slice) ends by itself, written before
+	 * sysmonwait, racily read by gmp_enter_syscall. */
 	volatile uint32_t sysmonwait;
+	volatile uint64_t sysmonuntil;
 	gmp__note sysmonnote;
 
 	/* Shutdown: the runtime stops once every task has ended. */

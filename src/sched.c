@@ -201,6 +201,8 @@ gmp__p *gmp__pidleget_prefer(gmp__p *want)
 		*pp = p->link;
 		p->link = NULL;
 		gmp__add32_full(&gmp__sched.npidle, -1);
+		gmp__store32_rlx(&gmp__sched.pidlegets,
+				 gmp__sched.pidlegets + 1);
 		/* A P goes to work: sysmon must watch it again, soon; if its
 		 * deep sleep is a short one it is soon enough. */
 		gmp__sysmon_wake_long_locked();
@@ -387,6 +389,20 @@ void gmp__startm(gmp__p *p, bool spinning, bool lockheld)
 	gmp__notewakeup(&nm->park); /* full barrier publishes nextp */
 }
 
+/* Work was queued, no idle P can take it and no M spins to find it: if
+ * sysmon still sleeps the deep sleep it took when every P was idle, wake
+ * it, since a P held by a task in a system call is then the work's only
+ * way out (gmp_enter_syscall did not wake it for a call that held nothing
+ * up). Once per deep sleep: the first waker clears sysmonwait. */
+static void wake_sysmon_for_work(void)
+{
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.sysmonwait))) {
+		gmp__lock(&gmp__sched.lock);
+		gmp__sysmon_wake_locked();
+		gmp__unlock(&gmp__sched.lock);
+	}
+}
+
 /* Tries to put one more P to work; called when work was submitted. The
  * caller must have made the work visible and then passed a full barrier
  * (runnext's CAS, sched.lock, ...): that is the #StoreLoad of the protocol
@@ -395,10 +411,13 @@ void gmp__wakep(void)
 {
 	/* Nothing to wake if every P is busy (their Ms will get to the work)
 	 * or an M already spins (it will find it). */
-	if (gmp__load32_rlx(&gmp__sched.npidle) == 0 ||
-	    gmp__load32_rlx(&gmp__sched.nmspinning) != 0 ||
-	    !gmp__cas32_full(&gmp__sched.nmspinning, 0, 1))
+	uint32_t idle = gmp__load32_rlx(&gmp__sched.npidle);
+	if (idle == 0 || gmp__load32_rlx(&gmp__sched.nmspinning) != 0 ||
+	    !gmp__cas32_full(&gmp__sched.nmspinning, 0, 1)) {
+		if (idle == 0 && gmp__load32_rlx(&gmp__sched.nmspinning) == 0)
+			wake_sysmon_for_work();
 		return;
+	}
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		gmp__jitter();
 	gmp__lock(&gmp__sched.lock);
@@ -527,6 +546,7 @@ static void start_idle(int64_t n)
 		gmp__lock(&gmp__sched.lock);
 		gmp__p *p = pidleget_spinning();
 		if (!p) {
+			gmp__sysmon_wake_locked(); /* as wake_sysmon_for_work */
 			gmp__unlock(&gmp__sched.lock);
 			break;
 		}

@@ -277,6 +277,8 @@ static bool deep_sleep(int64_t now, int64_t sweepnext)
 			sleep = DEEP_SHORT_NS;
 			kind = SYSMON_WAIT_SHORT;
 		}
+		gmp__store64_rlx(&gmp__sched.sysmonuntil,
+				 (uint64_t)(now + sleep));
 		gmp__store32_rlx(&gmp__sched.sysmonwait, kind);
 		gmp__unlock(&gmp__sched.lock);
 		woken = gmp__notetsleep(&gmp__sched.sysmonnote, sleep);
@@ -328,6 +330,11 @@ static void *sysmon_main(void *arg)
 	 * watches wants another look (0: none). */
 	int64_t look = 0;
 	bool busy = false;
+	/* The last look found every P idle, and how many Ps had left the
+	 * idle list by then: the deep sleep waits for a second such look
+	 * with none gone to work in between. */
+	bool idle_seen = false;
+	uint32_t idle_gets = 0;
 
 	while (!gmp__load32_acq(&sm.stop)) {
 		if (idle == 0)
@@ -336,6 +343,10 @@ static void *sysmon_main(void *arg)
 			delay *= 2; /* double after 1 ms of nothing */
 		if (delay > 10 * 1000)
 			delay = 10 * 1000; /* up to 10 ms */
+		/* Every P was idle at the last look: the next one, which may
+		 * take the deep sleep, comes soon, as while a P runs. */
+		if (idle_seen && delay > BUSY_DELAY_US)
+			delay = BUSY_DELAY_US;
 		int64_t before = gmp__nanotime();
 		/* Watch running slices closely enough (BUSY_DELAY_US), and
 		 * look again when one is due for a request or a detach. Only
@@ -375,10 +386,22 @@ static void *sysmon_main(void *arg)
 			overshoot = (3 * overshoot + over) / 4;
 		}
 
-		if (trace_ns <= 0 &&
-		    gmp__load32_rlx(&gmp__sched.npidle) ==
-			    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
-		    !retiring_held()) {
+		/* Deeply only on the second look in a row to find every P
+		 * idle, with no P gone to work in between: a server whose
+		 * tasks park and wake thousands of times a second has all
+		 * its Ps idle at many a look, and a deep sleep each time
+		 * would be a wake (a futex call and a context switch) soon
+		 * after, and a new run of 20 µs rounds. */
+		bool all_idle =
+			trace_ns <= 0 &&
+			gmp__load32_rlx(&gmp__sched.npidle) ==
+				gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+			!retiring_held();
+		uint32_t gets = gmp__load32_rlx(&gmp__sched.pidlegets);
+		bool deep = all_idle && idle_seen && gets == idle_gets;
+		idle_seen = all_idle && !deep;
+		idle_gets = gets;
+		if (deep) {
 			gmp__lock(&gmp__sched.lock);
 			if (gmp__load32_rlx(&gmp__sched.npidle) ==
 				    gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
