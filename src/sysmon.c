@@ -15,8 +15,11 @@
  *  - a timer overdue while its P is busy gets an idle P started to run it;
  *  - with GMP_DEBUG=schedtrace=MS it prints a line every MS ms.
  *
- * When every P is idle there is nothing to watch: sysmon sleeps deeply on
- * sched.sysmonnote until a task enters a syscall, or until the next timer
+ * When every P is idle there is nothing to watch: at the second look in
+ * a row that finds them so, with none gone to work in between, sysmon
+ * sleeps deeply on sched.sysmonnote until a task enters a syscall that
+ * could hold up work, or work finds no P to run it (syscall.c, sched.c's
+ * wakep), or until the next timer
  * or the poller's next deferred check (pollfd.c), with a 1 s cap so
  * idle-time chores still run (the P count, the free lists' rotation).
  * While any task is live the deep sleep lasts at most 10 ms, its longest
