@@ -459,8 +459,10 @@ typedef struct gmp__sched {
 
 	/* sysmon's deep sleep (sysmon.c): set under sched.lock while it
 	 * sleeps on sysmonnote because every P is idle; sysmonuntil is when
-	 * that sleep (or its current slice) ends by itself, written before
-	 * sysmonwait, racily read by gmp_enter_syscall. */
+	 * that sleep (or its current slice) ends by itself, stored (relaxed,
+	 * under sched.lock) before sysmonwait. gmp_enter_syscall reads both
+	 * racily and unordered: a stale sysmonuntil only moves a wake it
+	 * skips to the end of sysmon's slice, at most 10 ms away. */
 	volatile uint32_t sysmonwait;
 	volatile uint64_t sysmonuntil;
 	gmp__note sysmonnote;

@@ -389,20 +389,6 @@ void gmp__startm(gmp__p *p, bool spinning, bool lockheld)
 	gmp__notewakeup(&nm->park); /* full barrier publishes nextp */
 }
 
-/* Work was queued, no idle P can take it and no M spins to find it: if
- * sysmon still sleeps the deep sleep it took when every P was idle, wake
- * it, since a P held by a task in a system call is then the work's only
- * way out (gmp_enter_syscall did not wake it for a call that held nothing
- * up). Once per deep sleep: the first waker clears sysmonwait. */
-static void wake_sysmon_for_work(void)
-{
-	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.sysmonwait))) {
-		gmp__lock(&gmp__sched.lock);
-		gmp__sysmon_wake_locked();
-		gmp__unlock(&gmp__sched.lock);
-	}
-}
-
 /* Tries to put one more P to work; called when work was submitted. The
  * caller must have made the work visible and then passed a full barrier
  * (runnext's CAS, sched.lock, ...): that is the #StoreLoad of the protocol
@@ -410,14 +396,21 @@ static void wake_sysmon_for_work(void)
 void gmp__wakep(void)
 {
 	/* Nothing to wake if every P is busy (their Ms will get to the work)
-	 * or an M already spins (it will find it). */
-	uint32_t idle = gmp__load32_rlx(&gmp__sched.npidle);
-	if (idle == 0 || gmp__load32_rlx(&gmp__sched.nmspinning) != 0 ||
-	    !gmp__cas32_full(&gmp__sched.nmspinning, 0, 1)) {
-		if (idle == 0 && gmp__load32_rlx(&gmp__sched.nmspinning) == 0)
-			wake_sysmon_for_work();
+	 * or an M already spins (it will find it). Every P busy and none
+	 * spinning: if sysmon still sleeps the deep sleep it took when every
+	 * P was idle, a P held by a task in a system call may be the work's
+	 * only way out (gmp_enter_syscall wakes sysmon only for a call that
+	 * held work up then), so wake it; once per deep sleep, as the first
+	 * waker clears sysmonwait. */
+	if (gmp__load32_rlx(&gmp__sched.npidle) == 0) {
+		if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.sysmonwait)) &&
+		    gmp__load32_rlx(&gmp__sched.nmspinning) == 0)
+			gmp__sysmon_wake();
 		return;
 	}
+	if (gmp__load32_rlx(&gmp__sched.nmspinning) != 0 ||
+	    !gmp__cas32_full(&gmp__sched.nmspinning, 0, 1))
+		return;
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		gmp__jitter();
 	gmp__lock(&gmp__sched.lock);
@@ -546,7 +539,7 @@ static void start_idle(int64_t n)
 		gmp__lock(&gmp__sched.lock);
 		gmp__p *p = pidleget_spinning();
 		if (!p) {
-			gmp__sysmon_wake_locked(); /* as wake_sysmon_for_work */
+			gmp__sysmon_wake_locked(); /* as gmp__wakep's */
 			gmp__unlock(&gmp__sched.lock);
 			break;
 		}

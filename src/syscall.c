@@ -71,13 +71,6 @@ static inline bool sysmon_wanted(gmp__p *p)
 		next < (int64_t)gmp__load64_rlx(&gmp__sched.sysmonuntil));
 }
 
-static __attribute__((cold)) void wake_sysmon(void)
-{
-	gmp__lock(&gmp__sched.lock);
-	gmp__sysmon_wake_locked();
-	gmp__unlock(&gmp__sched.lock);
-}
-
 /* The task entering a system call, inside the runtime (preempt.h) and
  * holding a P: a detached task takes one back first, so that the call
  * starts as any other does. NULL outside a task, or if already in one. */
@@ -106,7 +99,7 @@ GMP_EXTERN void gmp_enter_syscall(void)
 	/* release: from here sysmon may take the P; it must see oldp. */
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_SYSCALL);
 	if (GMP__UNLIKELY(wake))
-		wake_sysmon();
+		gmp__sysmon_wake();
 	gmp__leave(g, was);
 }
 

@@ -79,6 +79,15 @@ void gmp__sysmon_wake_locked(void)
 	}
 }
 
+void gmp__sysmon_wake(void)
+{
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.sysmonwait))) {
+		gmp__lock(&gmp__sched.lock);
+		gmp__sysmon_wake_locked();
+		gmp__unlock(&gmp__sched.lock);
+	}
+}
+
 void gmp__sysmon_wake_long_locked(void)
 {
 	if (gmp__load32_rlx(&gmp__sched.sysmonwait) == SYSMON_WAIT_LONG) {
