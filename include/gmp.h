@@ -528,8 +528,10 @@ GMP_EXTERN void gmp_timer_free(gmp_timer *t);
  * the task in the network poller (epoll, edge-triggered) until the
  * descriptor is ready, holding no thread; on a blocking descriptor the
  * plain call runs inside gmp_enter_syscall/gmp_exit_syscall, so it holds
- * its thread but not its P. Nothing about the descriptor is cached: a
- * change of O_NONBLOCK takes effect on the next call. From any other
+ * its thread but not its P. Setting O_NONBLOCK takes effect on the next
+ * call; a socket that libgmp has seen non-blocking and whose O_NONBLOCK
+ * the program clears later goes on parking its tasks in the poller (its
+ * calls return the same data, holding no thread). From any other
  * thread (or a task inside gmp_enter_syscall) a call that would block
  * waits in poll(2) on the descriptor; gmp_close still wakes it.
  *

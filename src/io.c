@@ -19,16 +19,33 @@
  *
  * Blocking or non-blocking? design.md §8 says: on a non-blocking descriptor,
  * try and park on EAGAIN; on a blocking one, run the plain call inside
- * gmp_enter_syscall/gmp_exit_syscall. We do both at once: a task makes
- * every attempt inside the syscall bracket. On a non-blocking descriptor
- * the call returns at once (the bracket costs two cheap transitions, no
- * lock); on a blocking one it may block, and sysmon hands the P to another
- * thread meanwhile. An EAGAIN is itself the proof that the descriptor is
- * non-blocking. So we never need to know O_NONBLOCK in advance, nor cache
- * it: a descriptor whose flag changes, or a number closed with plain
- * close() and reused for a file of the other kind, is handled right on
- * the very next call, without an fcntl per call and without a stale cache
- * that could block a thread holding a P.
+ * gmp_enter_syscall/gmp_exit_syscall. We never ask (an fcntl per call) and
+ * never trust a cache of O_NONBLOCK to decide whether a call may block:
+ *
+ *   On a socket, every attempt is first made with MSG_DONTWAIT, which
+ *   cannot block whatever the descriptor's flag says. So it needs no
+ *   syscall bracket (sysmon has nothing to take from a call that returns
+ *   at once; the bracket's two transitions and, worse, sysmon retaking
+ *   the P of a send that the kernel happened to preempt, cost more than
+ *   the call), and, outside the sanitizer builds, no libc wrapper either
+ *   (gmp__ctx_syscall6: no cancellation bookkeeping, no errno). When it
+ *   succeeds, the plain call would have returned the same. When it finds
+ *   nothing to do (EAGAIN), the descriptor's hint says whether the socket
+ *   is known to be non-blocking (gmp__pd_nonblock): then we wait for
+ *   readiness; if not, the plain call follows in the bracket, and it
+ *   either blocks, as the program asked of a blocking socket (honouring
+ *   SO_RCVTIMEO and the like), or says EAGAIN again, which proves the
+ *   socket non-blocking and sets the hint.
+ *
+ *   Anything else (a pipe, a terminal, a file without the ring) has no
+ *   such flag: a task makes every attempt inside the syscall bracket. On
+ *   a non-blocking descriptor the call returns at once; on a blocking
+ *   one it may block, and sysmon hands the P to another thread meanwhile.
+ *
+ * A stale hint is harmless: the hint is forgotten with the file (a
+ * number found to name a new one, gmp_close, gmp_accept), and a socket
+ * whose O_NONBLOCK the program clears after we saw it set only has its
+ * calls wait in the poller (holding no thread) instead of in the kernel.
  *
  * errno: design.md §2 lets a task move to another thread at every switch
  * point, and glibc's __errno_location is const, so within one function a
@@ -50,6 +67,25 @@
 #include "pollfd.h"
 #include "preempt.h"
 #include "uring.h"
+
+#include <sys/syscall.h>
+
+/* Whether the socket calls that cannot block are made with the system-call
+ * instruction itself. Not in the sanitizer builds: ASan's interceptors of
+ * recv and send check the caller's buffers, and TSan's record the
+ * synchronisation that data sent through a socket carries between
+ * threads; there the same calls go through libc. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define IO_RAW 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||   \
+	__has_feature(memory_sanitizer)
+#define IO_RAW 0
+#endif
+#endif
+#ifndef IO_RAW
+#define IO_RAW 1
+#endif
 
 /* Regular files and block devices go to uring.c (gmp__file_io), which
  * learns the kind with an fstat the first time (and every time after for
@@ -126,6 +162,76 @@ static int io_wait(struct io *io, int mode)
 	return r < 0 ? r : 0;
 }
 
+/* ---- socket calls that cannot block ------------------------------------------------ */
+
+/* recvfrom(2), sendto(2), recvmsg(2) and sendmsg(2) with MSG_DONTWAIT
+ * added, outside the syscall bracket (see the top). Return the result or
+ * -errno, and leave errno alone where they make the call themselves. */
+static inline ssize_t nb_recvfrom(int fd, void *buf, size_t n, int flags,
+				  struct sockaddr *addr, socklen_t *len)
+{
+#if IO_RAW
+	return gmp__ctx_syscall6(SYS_recvfrom, fd, (long)buf, (long)n,
+				 flags | MSG_DONTWAIT, (long)addr, (long)len);
+#else
+	ssize_t r = recvfrom(fd, buf, n, flags | MSG_DONTWAIT, addr, len);
+	return r < 0 ? -gmp__errno_get() : r;
+#endif
+}
+
+static inline ssize_t nb_sendto(int fd, const void *buf, size_t n, int flags,
+				const struct sockaddr *addr, socklen_t len)
+{
+#if IO_RAW
+	return gmp__ctx_syscall6(SYS_sendto, fd, (long)buf, (long)n,
+				 flags | MSG_DONTWAIT, (long)addr, (long)len);
+#else
+	ssize_t r = sendto(fd, buf, n, flags | MSG_DONTWAIT, addr, len);
+	return r < 0 ? -gmp__errno_get() : r;
+#endif
+}
+
+static inline ssize_t nb_recvmsg(int fd, struct msghdr *m, int flags)
+{
+#if IO_RAW
+	return gmp__ctx_syscall6(SYS_recvmsg, fd, (long)m,
+				 flags | MSG_DONTWAIT, 0, 0, 0);
+#else
+	ssize_t r = recvmsg(fd, m, flags | MSG_DONTWAIT);
+	return r < 0 ? -gmp__errno_get() : r;
+#endif
+}
+
+static inline ssize_t nb_sendmsg(int fd, const struct msghdr *m, int flags)
+{
+#if IO_RAW
+	return gmp__ctx_syscall6(SYS_sendmsg, fd, (long)m,
+				 flags | MSG_DONTWAIT, 0, 0, 0);
+#else
+	ssize_t r = sendmsg(fd, m, flags | MSG_DONTWAIT);
+	return r < 0 ? -gmp__errno_get() : r;
+#endif
+}
+
+/* After a call that cannot block returned r on a socket: whether r is the
+ * attempt's answer, or the plain call must follow in the bracket (it
+ * found nothing to do and the socket is not known to be non-blocking;
+ * see the top). `flags` are the caller's: with MSG_DONTWAIT among them,
+ * EAGAIN is the answer. */
+static inline bool nb_final(const struct io *io, ssize_t r, int flags)
+{
+	return r != -EAGAIN || (flags & MSG_DONTWAIT) ||
+	       gmp__pd_nonblock(io->pd);
+}
+
+/* The plain call in the bracket answered r: EAGAIN without MSG_DONTWAIT
+ * in the caller's flags proves the descriptor non-blocking. */
+static inline void learn_nonblock(struct io *io, ssize_t r, int flags)
+{
+	if (r == -EAGAIN && !(flags & MSG_DONTWAIT))
+		gmp__pd_set_nonblock(io->pd);
+}
+
 /* ---- gmp_read ----------------------------------------------------------------- */
 
 static ssize_t sys_read(struct io *io, void *buf, size_t n)
@@ -135,6 +241,28 @@ static ssize_t sys_read(struct io *io, void *buf, size_t n)
 	if (r < 0)
 		r = -gmp__errno_get();
 	sys_exit(io);
+	return r;
+}
+
+/* One attempt at gmp_read: on a socket (as far as we know), the receive
+ * that cannot block first (see the top); a stale kind (ENOTSOCK) is
+ * corrected and the plain read made instead. */
+static ssize_t read_once(struct io *io, void *buf, size_t n)
+{
+	int kind = gmp__pd_kind(io->pd);
+	if (kind != GMP__PD_KIND_OTHER && kind != GMP__PD_KIND_UNKNOWN) {
+		if (io->task)
+			gmp__pd_snapshot(io->pd, &io->op);
+		ssize_t r = nb_recvfrom(io->fd, buf, n, 0, NULL, NULL);
+		if (r != -ENOTSOCK) {
+			if (nb_final(io, r, 0))
+				return r;
+		} else {
+			gmp__pd_set_kind(io->pd, GMP__PD_KIND_OTHER);
+		}
+	}
+	ssize_t r = sys_read(io, buf, n);
+	learn_nonblock(io, r, 0);
 	return r;
 }
 
@@ -201,7 +329,7 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 			r = -EAGAIN; /* what the read would say */
 			skipped = true;
 		} else {
-			r = sys_read(&io, buf, n);
+			r = read_once(&io, buf, n);
 			if (r > 0 && (size_t)r < n && io.task)
 				note_short_read(&io);
 		}
@@ -263,7 +391,8 @@ static int learn_from_send(struct io *io, int kind, ssize_t r)
 }
 
 /* One attempt. Sockets get send(MSG_NOSIGNAL), which raises no SIGPIPE at
- * all; everything else writev_nosigpipe. Which is which is learnt from the
+ * all (first the one that cannot block, see the top); everything else
+ * writev_nosigpipe. Which is which is learnt from the
  * calls themselves and cached in the descriptor: send on a non-socket
  * fails with ENOTSOCK (then we use write from now on), and any other
  * outcome but EBADF means a socket. If the number is reused for the other
@@ -273,17 +402,26 @@ static ssize_t sys_write(struct io *io, const void *buf, size_t n)
 {
 	int kind = gmp__pd_kind(io->pd);
 	ssize_t r = 0;
-	sys_enter(io);
 	if (kind != GMP__PD_KIND_OTHER) {
-		r = send(io->fd, buf, n, MSG_NOSIGNAL);
-		if (r < 0)
-			r = -gmp__errno_get();
+		if (io->task)
+			gmp__pd_snapshot(io->pd, &io->op);
+		r = nb_sendto(io->fd, buf, n, MSG_NOSIGNAL, NULL, 0);
 		kind = learn_from_send(io, kind, r);
+		if (kind != GMP__PD_KIND_OTHER) {
+			if (nb_final(io, r, 0))
+				return r;
+			sys_enter(io);
+			r = send(io->fd, buf, n, MSG_NOSIGNAL);
+			if (r < 0)
+				r = -gmp__errno_get();
+			sys_exit(io);
+			learn_nonblock(io, r, 0);
+			return r;
+		}
 	}
-	if (kind == GMP__PD_KIND_OTHER) {
-		struct iovec one = { .iov_base = (void *)buf, .iov_len = n };
-		r = writev_nosigpipe(io->fd, &one, 1);
-	}
+	struct iovec one = { .iov_base = (void *)buf, .iov_len = n };
+	sys_enter(io);
+	r = writev_nosigpipe(io->fd, &one, 1);
 	sys_exit(io);
 	return r;
 }
@@ -567,6 +705,32 @@ static int iov_window(const struct iovec *iov, int n, size_t done,
 	return k;
 }
 
+/* One attempt at gmp_readv, as read_once. */
+static ssize_t readv_once(struct io *io, const struct iovec *iov, int n)
+{
+	int kind = gmp__pd_kind(io->pd);
+	if (kind != GMP__PD_KIND_OTHER && kind != GMP__PD_KIND_UNKNOWN) {
+		if (io->task)
+			gmp__pd_snapshot(io->pd, &io->op);
+		struct msghdr m = { .msg_iov = (struct iovec *)iov,
+				    .msg_iovlen = (size_t)n };
+		ssize_t r = nb_recvmsg(io->fd, &m, 0);
+		if (r != -ENOTSOCK) {
+			if (nb_final(io, r, 0))
+				return r;
+		} else {
+			gmp__pd_set_kind(io->pd, GMP__PD_KIND_OTHER);
+		}
+	}
+	sys_enter(io);
+	ssize_t r = readv(io->fd, iov, n);
+	if (r < 0)
+		r = -gmp__errno_get();
+	sys_exit(io);
+	learn_nonblock(io, r, 0);
+	return r;
+}
+
 /* readv(2). As gmp_read, without the skipped read: 0 vectors returns 0 (or
  * -EBADF), a negative count or more than IOV_MAX -EINVAL. */
 GMP_EXTERN ssize_t gmp_readv(int fd, const struct iovec *iov, int n)
@@ -578,11 +742,7 @@ GMP_EXTERN ssize_t gmp_readv(int fd, const struct iovec *iov, int n)
 	if (n < 0)
 		return io_end(&io, -EINVAL);
 	for (;;) {
-		sys_enter(&io);
-		ssize_t r = readv(fd, iov, n);
-		if (r < 0)
-			r = -gmp__errno_get();
-		sys_exit(&io);
+		ssize_t r = readv_once(&io, iov, n);
 		if (r == -EINTR)
 			continue;
 		if (r != -EAGAIN)
@@ -598,17 +758,27 @@ static ssize_t sys_writev(struct io *io, const struct iovec *iov, int n)
 {
 	int kind = gmp__pd_kind(io->pd);
 	ssize_t r = 0;
-	sys_enter(io);
 	if (kind != GMP__PD_KIND_OTHER) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov,
 				    .msg_iovlen = (size_t)n };
-		r = sendmsg(io->fd, &m, MSG_NOSIGNAL);
-		if (r < 0)
-			r = -gmp__errno_get();
+		if (io->task)
+			gmp__pd_snapshot(io->pd, &io->op);
+		r = nb_sendmsg(io->fd, &m, MSG_NOSIGNAL);
 		kind = learn_from_send(io, kind, r);
+		if (kind != GMP__PD_KIND_OTHER) {
+			if (nb_final(io, r, 0))
+				return r;
+			sys_enter(io);
+			r = sendmsg(io->fd, &m, MSG_NOSIGNAL);
+			if (r < 0)
+				r = -gmp__errno_get();
+			sys_exit(io);
+			learn_nonblock(io, r, 0);
+			return r;
+		}
 	}
-	if (kind == GMP__PD_KIND_OTHER)
-		r = writev_nosigpipe(io->fd, iov, n);
+	sys_enter(io);
+	r = writev_nosigpipe(io->fd, iov, n);
 	sys_exit(io);
 	return r;
 }
@@ -672,11 +842,19 @@ GMP_EXTERN ssize_t gmp_recvfrom(int fd, void *buf, size_t n, int flags,
 	for (;;) {
 		if (len)
 			*len = len0;
-		sys_enter(&io);
-		ssize_t r = recvfrom(fd, buf, n, flags, addr, len);
-		if (r < 0)
-			r = -gmp__errno_get();
-		sys_exit(&io);
+		if (io.task)
+			gmp__pd_snapshot(io.pd, &io.op);
+		ssize_t r = nb_recvfrom(fd, buf, n, flags, addr, len);
+		if (!nb_final(&io, r, flags)) {
+			if (len)
+				*len = len0;
+			sys_enter(&io);
+			r = recvfrom(fd, buf, n, flags, addr, len);
+			if (r < 0)
+				r = -gmp__errno_get();
+			sys_exit(&io);
+			learn_nonblock(&io, r, flags);
+		}
 		if (r == -EINTR)
 			continue;
 		if (r != -EAGAIN || (flags & MSG_DONTWAIT))
@@ -701,12 +879,19 @@ GMP_EXTERN ssize_t gmp_sendto(int fd, const void *buf, size_t n, int flags,
 		return io_end(&io, err);
 	size_t done = 0;
 	for (;;) {
-		sys_enter(&io);
-		ssize_t r = sendto(fd, (const char *)buf + done, n - done,
+		if (io.task)
+			gmp__pd_snapshot(io.pd, &io.op);
+		ssize_t r = nb_sendto(fd, (const char *)buf + done, n - done,
+				      flags | MSG_NOSIGNAL, addr, len);
+		if (!nb_final(&io, r, flags)) {
+			sys_enter(&io);
+			r = sendto(fd, (const char *)buf + done, n - done,
 				   flags | MSG_NOSIGNAL, addr, len);
-		if (r < 0)
-			r = -gmp__errno_get();
-		sys_exit(&io);
+			if (r < 0)
+				r = -gmp__errno_get();
+			sys_exit(&io);
+			learn_nonblock(&io, r, flags);
+		}
 		if (r > 0) {
 			done += (size_t)r;
 			if (done == n)
@@ -740,11 +925,19 @@ GMP_EXTERN ssize_t gmp_recvmsg(int fd, struct msghdr *msg, int flags)
 	for (;;) {
 		msg->msg_namelen = namelen;
 		msg->msg_controllen = controllen;
-		sys_enter(&io);
-		ssize_t r = recvmsg(fd, msg, flags);
-		if (r < 0)
-			r = -gmp__errno_get();
-		sys_exit(&io);
+		if (io.task)
+			gmp__pd_snapshot(io.pd, &io.op);
+		ssize_t r = nb_recvmsg(fd, msg, flags);
+		if (!nb_final(&io, r, flags)) {
+			msg->msg_namelen = namelen;
+			msg->msg_controllen = controllen;
+			sys_enter(&io);
+			r = recvmsg(fd, msg, flags);
+			if (r < 0)
+				r = -gmp__errno_get();
+			sys_exit(&io);
+			learn_nonblock(&io, r, flags);
+		}
 		if (r == -EINTR)
 			continue;
 		if (r != -EAGAIN || (flags & MSG_DONTWAIT))
@@ -780,11 +973,17 @@ GMP_EXTERN ssize_t gmp_sendmsg(int fd, const struct msghdr *msg, int flags)
 	const struct msghdr *cur = msg;
 	size_t done = 0;
 	for (;;) {
-		sys_enter(&io);
-		ssize_t r = sendmsg(fd, cur, flags | MSG_NOSIGNAL);
-		if (r < 0)
-			r = -gmp__errno_get();
-		sys_exit(&io);
+		if (io.task)
+			gmp__pd_snapshot(io.pd, &io.op);
+		ssize_t r = nb_sendmsg(fd, cur, flags | MSG_NOSIGNAL);
+		if (!nb_final(&io, r, flags)) {
+			sys_enter(&io);
+			r = sendmsg(fd, cur, flags | MSG_NOSIGNAL);
+			if (r < 0)
+				r = -gmp__errno_get();
+			sys_exit(&io);
+			learn_nonblock(&io, r, flags);
+		}
 		if (r > 0) {
 			done += (size_t)r;
 			if (done == (size_t)total)

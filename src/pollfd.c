@@ -249,7 +249,8 @@ struct gmp__pd {
 	volatile uintptr_t rg, wg;  /* atomic: NIL, g|PENDING or g */
 	gmp__waiter *volatile list; /* lock; the poller peeks at it, so it
 				       is stored and loaded atomically */
-	volatile uint32_t kind;     /* racy hint: GMP__PD_KIND_* */
+	volatile uint32_t kind;     /* racy hints: GMP__PD_KIND_* and
+				       PD_NONBLOCK (gmp__pd_kind) */
 	volatile uint32_t rdrain;   /* racy: 1 + the edge count before the
 				       last short read of a stream, 0 none
 				       (gmp__pd_drained) */
@@ -356,14 +357,34 @@ bool gmp__pd_closing(const gmp__pd *pd)
 	return (gmp__load32_acq(&pd->ref) & PD_CLOSING) != 0;
 }
 
+/* pd->kind holds the kind in its low byte and PD_NONBLOCK above it: both
+ * racy hints about the file now behind the number, forgotten with it
+ * (forget_file). A racy update may lose the other half's concurrent
+ * update; each half is only ever a hint that the calls correct. */
+#define PD_KIND_MASK 0xffu
+#define PD_NONBLOCK 0x100u
+
 int gmp__pd_kind(const gmp__pd *pd)
 {
-	return (int)gmp__load32_rlx(&pd->kind);
+	return (int)(gmp__load32_rlx(&pd->kind) & PD_KIND_MASK);
 }
 
 void gmp__pd_set_kind(gmp__pd *pd, int kind)
 {
-	gmp__store32_rlx(&pd->kind, (uint32_t)kind);
+	uint32_t v = gmp__load32_rlx(&pd->kind);
+	gmp__store32_rlx(&pd->kind, (v & ~PD_KIND_MASK) | (uint32_t)kind);
+}
+
+bool gmp__pd_nonblock(const gmp__pd *pd)
+{
+	return (gmp__load32_rlx(&pd->kind) & PD_NONBLOCK) != 0;
+}
+
+void gmp__pd_set_nonblock(gmp__pd *pd)
+{
+	uint32_t v = gmp__load32_rlx(&pd->kind);
+	if (!(v & PD_NONBLOCK))
+		gmp__store32_rlx(&pd->kind, v | PD_NONBLOCK);
 }
 
 static void *cookie(const gmp__pd *pd, uint32_t seq)
@@ -1382,7 +1403,7 @@ void gmp__pd_accepted(int fd, bool nonblock, int kind)
 	/* Events still coming for the old file are stale from here on, and
 	 * whoever waits here waits on that file: -EBADF (broken). */
 	gmp__store32_rel(&pd->seq, nseq);
-	forget_file(pd, (uint32_t)kind);
+	forget_file(pd, (uint32_t)kind | (nonblock ? PD_NONBLOCK : 0));
 	gmp__store32_rlx(&pd->epgen, 0);
 	if (nonblock) {
 		err = gmp__netpoll_open(fd, cookie(pd, nseq));

@@ -139,9 +139,18 @@ int64_t gmp__pd_watch_run(int64_t now);
 /* When the next deferred check is due (0: none); lock-free. */
 int64_t gmp__pd_watch_next(void);
 
-/* The cached kind. */
+/* The cached kind. Setting it keeps the non-blocking hint below. */
 int gmp__pd_kind(const gmp__pd *pd);
 void gmp__pd_set_kind(gmp__pd *pd, int kind);
+
+/* Whether the file now behind the number is known to be non-blocking: a
+ * call on it got EAGAIN without asking for MSG_DONTWAIT, or gmp_accept
+ * made it so. A racy hint, forgotten with the file (a number found to
+ * name a new file, gmp_close, gmp_accept); a program that clears
+ * O_NONBLOCK with fcntl later is not noticed (io.c says what that
+ * changes). */
+bool gmp__pd_nonblock(const gmp__pd *pd);
+void gmp__pd_set_nonblock(gmp__pd *pd);
 
 /* The largest descriptor number the table covers, plus one. */
 #define GMP__PD_MAX_FD (1 << 24)

@@ -482,6 +482,134 @@ static void test_io_blocking_pipe_does_not_stall_maxprocs_1(void **s)
 	close(block_pipe[1]);
 }
 
+/* ---- blocking and non-blocking sockets ------------------------------------------ */
+
+/* A socket call is tried first with MSG_DONTWAIT, outside the syscall
+ * bracket; on a blocking socket that finds nothing, the plain call must
+ * follow in the bracket and block there, as on any blocking descriptor
+ * (and sysmon hands the P on), for every receive call, and for a write
+ * that fills the socket. */
+
+static int bsock[2];
+static atomic_int bsock_done;
+
+static void blocking_sock_reader(void *arg)
+{
+	int how = (int)(intptr_t)arg;
+	char buf[8] = { 0 };
+	struct iovec v = { .iov_base = buf, .iov_len = sizeof buf };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+	ssize_t r;
+	switch (how) {
+	case 0:
+		r = gmp_read(bsock[0], buf, sizeof buf);
+		break;
+	case 1:
+		r = gmp_readv(bsock[0], &v, 1);
+		break;
+	case 2:
+		r = gmp_recvfrom(bsock[0], buf, sizeof buf, 0, NULL, NULL);
+		break;
+	default:
+		r = gmp_recvmsg(bsock[0], &m, 0);
+		break;
+	}
+	T_ASSERT(r == 5 && memcmp(buf, "hello", 5) == 0);
+	atomic_store(&bsock_done, 1);
+}
+
+enum { BSOCK_BIG = 4 << 20 };
+
+static void blocking_sock_writer(void *arg)
+{
+	(void)arg;
+	char *big = malloc(BSOCK_BIG);
+	T_ASSERT(big != NULL);
+	memset(big, 'w', BSOCK_BIG);
+	T_ASSERT(gmp_write(bsock[1], big, BSOCK_BIG) == BSOCK_BIG);
+	free(big);
+	atomic_store(&bsock_done, 1);
+}
+
+static void test_io_blocking_socket_blocks_in_kernel(void **s)
+{
+	(void)s;
+	for (int how = 0; how < 5; how++) {
+		tu_init(1);
+		atomic_store(&other_ran, 0);
+		atomic_store(&bsock_done, 0);
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, bsock), 0);
+		if (how < 4)
+			assert_true(gmp_go(blocking_sock_reader,
+					   (void *)(intptr_t)how) > 0);
+		else
+			assert_true(gmp_go(blocking_sock_writer, NULL) > 0);
+		/* In its blocking call, in the bracket, holding the only P
+		 * until sysmon retakes it. */
+		TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
+		assert_true(gmp_go(other_task, NULL) > 0);
+		TU_WAIT_FOR(atomic_load(&other_ran) != 0);
+		assert_int_equal(atomic_load(&bsock_done), 0);
+		if (how < 4) {
+			assert_int_equal(write(bsock[1], "hello", 5), 5);
+		} else {
+			static char sink[65536];
+			size_t got = 0;
+			while (got < BSOCK_BIG) {
+				ssize_t r = read(bsock[0], sink, sizeof sink);
+				assert_true(r > 0);
+				for (ssize_t i = 0; i < r; i++)
+					assert_int_equal(sink[i], 'w');
+				got += (size_t)r;
+			}
+		}
+		assert_int_equal(gmp_shutdown(), 0);
+		assert_int_equal(atomic_load(&bsock_done), 1);
+		close(bsock[0]);
+		close(bsock[1]);
+	}
+}
+
+/* The runtime remembers that a socket was non-blocking (from an EAGAIN);
+ * a program that clears O_NONBLOCK afterwards has its task's calls wait
+ * in the poller, holding no thread, and still get their data. */
+static void nb_forgotten_reader(void *arg)
+{
+	(void)arg;
+	char buf[8] = { 0 };
+	/* First read: EAGAIN, then the poller, which teaches the hint. */
+	T_ASSERT(gmp_read(bsock[0], buf, sizeof buf) == 3);
+	T_ASSERT(memcmp(buf, "one", 3) == 0);
+	atomic_store(&bsock_done, 1);
+	T_ASSERT(gmp_read(bsock[0], buf, sizeof buf) == 3);
+	T_ASSERT(memcmp(buf, "two", 3) == 0);
+	atomic_store(&bsock_done, 2);
+}
+
+static void test_io_nonblock_cleared_later_waits_in_poller(void **s)
+{
+	(void)s;
+	tu_init(1);
+	atomic_store(&bsock_done, 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+				    bsock),
+			 0);
+	assert_true(gmp_go(nb_forgotten_reader, NULL) > 0);
+	TU_WAIT_FOR(tu_stats().tasks_waiting == 1);
+	assert_int_equal(write(bsock[1], "one", 3), 3);
+	TU_WAIT_FOR(atomic_load(&bsock_done) == 1);
+	set_nonblock(bsock[0], false);
+	/* The second read waits, parked: no task in a system call. */
+	TU_WAIT_FOR(tu_stats().tasks_waiting == 1);
+	assert_int_equal(tu_stats().tasks_in_syscall, 0);
+	assert_int_equal(atomic_load(&bsock_done), 1);
+	assert_int_equal(write(bsock[1], "two", 3), 3);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(atomic_load(&bsock_done), 2);
+	close(bsock[0]);
+	close(bsock[1]);
+}
+
 /* ---- bad input -------------------------------------------------------------------- */
 
 static void bad_fd_checks(void)
@@ -1454,6 +1582,8 @@ GMP_TEST_MAIN(cmocka_unit_test(test_io_hundred_parked_readers_hold_no_thread),
 	      cmocka_unit_test(test_io_many_acceptors_one_listener),
 	      cmocka_unit_test(test_io_eof_after_short_read),
 	      cmocka_unit_test(test_io_blocking_pipe_does_not_stall_maxprocs_1),
+	      cmocka_unit_test(test_io_blocking_socket_blocks_in_kernel),
+	      cmocka_unit_test(test_io_nonblock_cleared_later_waits_in_poller),
 	      cmocka_unit_test(test_io_bad_input),
 	      cmocka_unit_test(test_io_connect_refused),
 	      cmocka_unit_test(test_io_accept_inherits_listener_mode),

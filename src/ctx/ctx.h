@@ -19,6 +19,13 @@
  *                    used by the raw-switch tests and benchmark).
  *   gmp__ctx_sp      inline asm: the current stack pointer (how deep a task's
  *                    stack is at a switch point; stack.c).
+ *   gmp__ctx_syscall6  inline asm: a system call made with the instruction
+ *                    itself, not through libc: returns what the kernel
+ *                    returns (-errno on failure), leaves errno alone, and
+ *                    is no cancellation point. For the calls of the I/O
+ *                    path that cannot block (io.c), where libc's wrapper
+ *                    (cancellation bookkeeping, errno) costs more than the
+ *                    instruction.
  *   trampoline       asm: the first frame of every new context. It calls
  *                    entry(arg); entry must not return (the task entry ends in
  *                    the exit path). If it does, the trampoline calls

@@ -114,6 +114,27 @@ static inline uintptr_t gmp__ctx_sp(void)
 	__asm__ volatile("mov %0, sp" : "=r"(sp));
 	return sp;
 }
+
+/* A system call made with the instruction itself (see ctx.h): the kernel
+ * takes the number in x8 and the arguments in x0-x5, returns in x0 and
+ * preserves every other register. "memory": the kernel may read and write
+ * any buffer we pass. */
+static inline long gmp__ctx_syscall6(long nr, long a1, long a2, long a3,
+				     long a4, long a5, long a6)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a1;
+	register long x1 __asm__("x1") = a2;
+	register long x2 __asm__("x2") = a3;
+	register long x3 __asm__("x3") = a4;
+	register long x4 __asm__("x4") = a5;
+	register long x5 __asm__("x5") = a6;
+	__asm__ volatile("svc #0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory");
+	return x0;
+}
 #endif
 
 #endif

@@ -85,6 +85,25 @@ static inline uintptr_t gmp__ctx_sp(void)
 	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
 	return sp;
 }
+
+/* A system call made with the instruction itself (see ctx.h): the kernel
+ * takes the number in rax and the arguments in rdi, rsi, rdx, r10, r8, r9,
+ * returns in rax, and clobbers rcx (the return address) and r11 (the
+ * flags). "memory": the kernel may read and write any buffer we pass. */
+static inline long gmp__ctx_syscall6(long nr, long a1, long a2, long a3,
+				     long a4, long a5, long a6)
+{
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10),
+			   "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
 #endif
 
 #endif
