@@ -87,4 +87,8 @@ ssize_t gmp__uring_test_read(int fd, void *buf, size_t n);
  * completion queue (twice as long) with completions nobody has reaped. */
 void gmp__uring_set_entries(unsigned n);
 
+/* pollfd.c: how many times a wait with a deadline armed its descriptor's
+ * timer, ever (the rest found it armed for no later already). */
+uint64_t gmp__pd_deadline_arms(void);
+
 #endif

@@ -160,17 +160,34 @@
  * request. A call looks at the deadline only when it is about to wait, so
  * a past deadline never hides data already there: gmp__pd_wait returns
  * -ETIMEDOUT if it has passed, and otherwise a task registers in its slot
- * and then reads the deadline again, with an RMW, and arms a per-P timer
- * for it (on its own stack: struct dl_timer). The timer (dl_fire, Go's
- * netpolldeadlineimpl) empties the slot if it still holds that task's
- * registration and readies it; the task retries its call, and the wait
- * that follows the EAGAIN reports the timeout. Every -ETIMEDOUT comes from
- * comparing gmp__nanotime with the deadline, so none comes early. The
- * task stops its timer before it leaves (gmp__timer_stop waits out a
- * dl_fire in progress), and dl_fire touches only its own task's
- * registration, so a late timer cannot wake a later wait.
+ * and then reads the deadline again, with an RMW, and makes sure that the
+ * descriptor's timer (`dlt`, one for both directions) fires no later than
+ * that deadline (dl_arm). The timer (dl_fire, Go's netpolldeadlineimpl)
+ * empties the slots of the directions that have a deadline and readies
+ * the tasks parked there; each retries its call, and the wait that follows
+ * the EAGAIN reports the timeout if its deadline has passed, or parks
+ * again (and arms the timer again) if not. Every -ETIMEDOUT comes from
+ * comparing gmp__nanotime with the deadline, so none comes early.
  *
- * Unlike Go, the timer belongs to the wait, not to the descriptor: a
+ * The timer is left armed when a wait ends, and a wait finds it armed for
+ * a time no later than its own deadline most of the time: a server that
+ * pushes a connection's read deadline a minute ahead before each request
+ * arms the timer once a minute (when it fires early, for an older
+ * deadline, and its task waits again), instead of adding a timer to the
+ * P's heap and removing it again at every request, which at a thousand
+ * connections cost a few cache misses per level of the heap. The price is
+ * a spurious wakeup per deadline period and connection, and one that a
+ * late fire may give a later wait; a wait retries on any wakeup anyway.
+ * `dlt_when` says when the timer is armed for, 0 once it has fired; it
+ * and the timer are changed under `lock`, by the waiter that arms it
+ * (dl_arm); a waiter reads them without the lock first, which is right or
+ * errs towards taking it: dl_fire's exchange of dlt_when and the waiter's
+ * registration are both full RMWs, each followed by a look at the other's
+ * word (the slot; dlt_when), so either dl_fire sees the registration or
+ * the waiter sees 0 and arms. A timer that gmp_shutdown dropped is no
+ * longer pending, which the waiter checks too.
+ *
+ * Unlike Go, the timer is armed by a waiting task, not by the setter: a
  * thread setting a deadline may have no P (and so no timer heap), and a
  * deadline that nobody waits on costs no timer at all. When a deadline
  * changes while calls wait, the setter wakes them (dl_wake) and each looks
@@ -213,12 +230,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
-#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "export_test.h"
 #include "netpoll.h"
 #include "pollfd.h"
 #include "scheduler.h"
@@ -290,11 +307,19 @@ struct gmp__pd {
 				      replaced (see broken) */
 	uint32_t vlast_call;       /* sysmon: vcall at its last look */
 	uint32_t vlast_wait;       /* sysmon: whether a task waited then */
+	/* The deadline timer (see "Deadlines" at the top), in a line of its
+	 * own: only a wait with a deadline looks at it. */
+	gmp__timer dlt __attribute__((aligned(64))); /* lock: armed by dl_arm;
+							fires dl_fire */
+	volatile uint64_t dlt_when; /* atomic, stored under lock: the int64
+				       time dlt is armed for; 0: fired or
+				       never armed */
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(gmp__pd, rdhup) < 64,
 	       "a call's and the poller's fields share one cache line");
-_Static_assert(sizeof(gmp__pd) <= 192, "three cache lines per descriptor");
+_Static_assert(offsetof(gmp__pd, dlt) >= 192 && sizeof(gmp__pd) <= 256,
+	       "three cache lines per descriptor, and one for its timer");
 
 #define PD_CHUNK_SHIFT 10
 #define PD_CHUNK (1 << PD_CHUNK_SHIFT)
@@ -618,45 +643,63 @@ static int64_t dl_min(int64_t a, int64_t dl)
 	return a < 0 || dl < a ? dl : a;
 }
 
-/* A task parked in a slot with a deadline: the per-P timer that ends its
- * wait (Go's netpolldeadlineimpl). Lives on the task's stack; the task
- * stops it before it returns from gmp__pd_wait. */
-struct dl_timer {
-	gmp__timer t;
-	volatile uintptr_t *slot;
-	gmp_g *g;
-};
-
-/* Empties slot if it still holds g's registration (pending or parked),
- * and returns g if it was parked (the caller readies it). Anything else
- * in the slot is another wait's: left alone. */
-static gmp_g *slot_take(volatile uintptr_t *slot, gmp_g *g)
+/* The descriptor's timer is due (a deadline of one of its directions
+ * passed, or moved later since the timer was armed): on g0, with a P,
+ * outside every lock. Every task parked in the slot of a direction that
+ * has a deadline retries its call, and fails with -ETIMEDOUT when it
+ * would wait again, or waits again (arming the timer again). */
+static void dl_fire(gmp__timer *t)
 {
-	for (;;) {
-		uintptr_t v = gmp__loadp_acq(slot);
-		if (v == ((uintptr_t)g | PD_PENDING)) {
-			/* full: as slot_wake; the commit will fail */
-			if (gmp__casp_full(slot, v, PD_NIL))
-				return NULL;
-		} else if (v == (uintptr_t)g) {
-			if (gmp__casp_full(slot, v, PD_NIL)) {
-				gmp__netpoll_adjust_waiters(-1);
-				return g;
-			}
-		} else {
-			return NULL;
-		}
+	gmp__pd *pd = t->arg;
+	/* full: before we look at the slots; pairs with a waiter's
+	 * registration, then its look at dlt_when (see "Deadlines") */
+	gmp__xchg64_full(&pd->dlt_when, 0);
+	for (int mode = GMP__PD_READ; mode <= GMP__PD_WRITE; mode++) {
+		if (!gmp__load64_rlx(&pd->dl[mode]))
+			continue; /* cleared: its setter woke the waiters */
+		gmp_g *g = slot_wake(mode == GMP__PD_READ ? &pd->rg : &pd->wg);
+		if (g)
+			gmp__ready(g, true);
 	}
 }
 
-/* The deadline passed: on g0, with a P, outside every lock. The task
- * retries its call, and fails with -ETIMEDOUT when it would wait again. */
-static void dl_fire(gmp__timer *t)
+/* Whether the descriptor's timer will fire by dl (> 0): armed for no
+ * later, and still pending. */
+static bool dl_armed_by(gmp__pd *pd, int64_t dl)
 {
-	struct dl_timer *d = t->arg;
-	gmp_g *g = slot_take(d->slot, d->g);
-	if (g)
-		gmp__ready(g, true);
+	/* acquire: pairs with the release of the arming (the timer's state
+	 * is published after dlt_when is stored) */
+	int64_t when = (int64_t)gmp__load64_acq(&pd->dlt_when);
+	return when != 0 && when <= dl && gmp__timer_pending(&pd->dlt);
+}
+
+/* A task registered in a slot, about to park with deadline dl (> 0): makes
+ * sure the descriptor's timer fires by dl (see "Deadlines" at the top).
+ * Most of the time it does already, and this is two loads. */
+static volatile uint64_t dl_arms; /* atomic: timers started (tests) */
+
+uint64_t gmp__pd_deadline_arms(void)
+{
+	return gmp__load64_rlx(&dl_arms);
+}
+
+static void dl_arm(gmp__pd *pd, int64_t dl)
+{
+	if (dl_armed_by(pd, dl))
+		return;
+	gmp__lock(&pd->lock);
+	if (!dl_armed_by(pd, dl)) {
+		gmp__add64_rlx(&dl_arms, 1);
+		/* Pending for later than dl, or firing (stop waits that
+		 * out), or idle. */
+		gmp__timer_stop(&pd->dlt);
+		pd->dlt.fn = dl_fire;
+		pd->dlt.arg = pd;
+		/* Before the timer can fire (and clear it). */
+		gmp__store64_rlx(&pd->dlt_when, (uint64_t)dl);
+		gmp__timer_start(&pd->dlt, dl);
+	}
+	gmp__unlock(&pd->lock);
 }
 
 /* Under lock: a thread waiter has noticed the latest deadline change; the
@@ -995,20 +1038,12 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 		return r < 0 ? r : 0;
 	}
 	if (!edges_moved(pd, op) && !broken(pd, op)) {
-		/* After the registration: see "Deadlines" at the top. */
+		/* After the registration: see "Deadlines" at the top. A
+		 * deadline already past fires at once: the commit fails or
+		 * the task is readied, and it retries. */
 		int64_t dl = dl_after_register(pd, mode);
-		struct dl_timer d;
-		if (dl != 0) {
-			d.t.p = NULL;
-			d.t.state = 0;
-			d.t.fn = dl_fire;
-			d.t.arg = &d;
-			d.slot = slot;
-			d.g = g;
-			/* A deadline already past fires at once: the commit
-			 * fails or the task is readied, and it retries. */
-			gmp__timer_start(&d.t, dl < 1 ? 1 : dl);
-		}
+		if (dl != 0)
+			dl_arm(pd, dl < 1 ? 1 : dl);
 		if (op->trusted)
 			watch(pd); /* after edges_moved's RMW (see watch) */
 		gmp__park(block_commit, (void *)slot,
@@ -1016,9 +1051,7 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 					       : GMP__WAIT_IO_WRITE);
 		/* Woken (a waker emptied the slot), or the commit failed (a
 		 * waker cancelled our registration): either way the slot is
-		 * no longer ours. */
-		if (dl != 0)
-			gmp__timer_stop(&d.t); /* waits out a running dl_fire */
+		 * no longer ours. The deadline timer stays armed. */
 	} else {
 		/* Not parking: withdraw, unless a waker already did. */
 		gmp__casp_full(slot, mine, PD_NIL);
@@ -1655,6 +1688,9 @@ void gmp__pd_forked(void)
 			if (pd->evfd1)
 				close(pd->evfd1 - 1);
 			pd->evfd1 = 0;
+			/* Armed on a P of the parent's, which is gone. */
+			memset(&pd->dlt, 0, sizeof pd->dlt);
+			gmp__store64_rlx(&pd->dlt_when, 0);
 		}
 	}
 	/* The wheel's lock may have been held by a thread of the parent's;

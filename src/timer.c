@@ -169,6 +169,11 @@ bool gmp__timer_stop(gmp__timer *t)
 	}
 }
 
+bool gmp__timer_pending(const gmp__timer *t)
+{
+	return gmp__load32_acq(&t->state) == TIMER_PENDING;
+}
+
 /* When a periodic timer that was due at `when` fires next: the first
  * multiple of period after now (the ticks missed meanwhile are dropped,
  * as Go's tickers drop them), saturating. */

@@ -63,6 +63,10 @@ void gmp__timer_start_on(gmp__timer *t, int64_t when, gmp__p *p);
  * disarmed once fn returns): the caller may free t. */
 bool gmp__timer_stop(gmp__timer *t);
 
+/* Whether t is in a heap, waiting to fire (acquire: its `when` is the one
+ * it was armed with). A snapshot: t may fire or be stopped at once. */
+bool gmp__timer_pending(const gmp__timer *t);
+
 /* Runs p's due timers (the caller holds p, or is stealing from it) and
  * returns the next deadline on p, 0 if none. */
 int64_t gmp__timers_run(gmp__p *p, int64_t now);
@@ -78,7 +82,8 @@ void gmp__timers_move(gmp__p *from, gmp__p *to);
 
 /* gmp_shutdown, once no task is left: drops every timer of every P
  * (marked idle: a later gmp__timer_stop says false). With no task left
- * only gmp_timer's can be pending, and they never fire after shutdown.
+ * only gmp_timer's and descriptors' deadline timers (pollfd.c) can be
+ * pending, and they never fire after shutdown.
  * Returns false if there was nothing to drop and no timer ran meanwhile;
  * true otherwise, since a timer that ran may have started a task (the
  * caller waits for the tasks again, and asks again). */

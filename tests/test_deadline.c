@@ -501,6 +501,109 @@ static void test_deadline_bad_arguments(void **s)
 	close(sv[1]);
 }
 
+/* ---- a deadline pushed ahead before every request ----------------------------------- */
+
+/* A server that pushes a connection's read deadline a minute ahead before
+ * each read arms the descriptor's deadline timer once, not at every
+ * read (design.md §11). The peer thread answers each of the reader's
+ * parks with a byte. */
+enum { PUSH_ROUNDS = 200 };
+static int push_sv[2];
+static atomic_int push_round;
+
+static void *push_peer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PUSH_ROUNDS; i++) {
+		/* The reader is parked in round i (tasks_waiting counts it). */
+		TU_WAIT_FOR(atomic_load(&push_round) == i &&
+			    tu_stats().tasks_waiting >= 1);
+		T_ASSERT(write(push_sv[1], "x", 1) == 1);
+	}
+	return NULL;
+}
+
+static void push_reader(void *arg)
+{
+	(void)arg;
+	uint64_t before = gmp__pd_deadline_arms();
+	char c;
+	for (int i = 0; i < PUSH_ROUNDS; i++) {
+		T_ASSERT(gmp_set_deadline(push_sv[0], GMP_READ,
+					  gmp_nanotime() + 60 * SEC) == 0);
+		atomic_store(&push_round, i);
+		T_ASSERT(gmp_read(push_sv[0], &c, 1) == 1);
+	}
+	uint64_t arms = gmp__pd_deadline_arms() - before;
+	if (arms > 2)
+		fprintf(stderr, "%llu arms for %d reads\n",
+			(unsigned long long)arms, PUSH_ROUNDS);
+	T_ASSERT(arms >= 1 && arms <= 2);
+}
+
+static void test_deadline_pushed_ahead_arms_once(void **s)
+{
+	(void)s;
+	tu_init(2);
+	nb_socketpair(push_sv);
+	atomic_store(&push_round, -1);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, push_peer, NULL), 0);
+	assert_true(gmp_go(push_reader, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	close(push_sv[0]);
+	close(push_sv[1]);
+}
+
+/* The timer armed for an earlier deadline fires before a later one that
+ * replaced it; the wait it ends must park again and still time out at
+ * the later deadline, not before. */
+static void moved_later_task(void *arg)
+{
+	(void)arg;
+	int sv[2];
+	nb_socketpair(sv);
+	char c;
+	/* Arm the descriptor's timer for 100 ms from now; data at once. */
+	T_ASSERT(gmp_set_deadline(sv[0], GMP_READ,
+				  gmp_nanotime() + 100 * MS) == 0);
+	T_ASSERT(write(sv[1], "a", 1) == 1);
+	T_ASSERT(gmp_read(sv[0], &c, 1) == 1);
+	/* A wait that parks: the timer is armed for 100 ms, before this. */
+	int64_t dl = gmp_nanotime() + 100 * MS;
+	T_ASSERT(gmp_set_deadline(sv[0], GMP_READ, dl) == 0);
+	T_ASSERT(gmp_read(sv[0], &c, 1) == -ETIMEDOUT);
+	check_timed_out(dl);
+	/* Now the deadline moves later while nobody waits; the timer is
+	 * idle (it fired) or armed for before it. */
+	dl = gmp_nanotime() + 150 * MS;
+	T_ASSERT(gmp_set_deadline(sv[0], GMP_READ, dl) == 0);
+	T_ASSERT(gmp_read(sv[0], &c, 1) == -ETIMEDOUT);
+	check_timed_out(dl);
+	/* Armed for a minute, then moved to 50 ms: the wait re-arms it
+	 * earlier. */
+	T_ASSERT(gmp_set_deadline(sv[0], GMP_READ, gmp_nanotime() + 60 * SEC) ==
+		 0);
+	T_ASSERT(write(sv[1], "b", 1) == 1);
+	T_ASSERT(gmp_read(sv[0], &c, 1) == 1);
+	dl = gmp_nanotime() + 50 * MS;
+	T_ASSERT(gmp_set_deadline(sv[0], GMP_READ, dl) == 0);
+	T_ASSERT(gmp_read(sv[0], &c, 1) == -ETIMEDOUT);
+	check_timed_out(dl);
+	T_ASSERT(gmp_nanotime() - dl < 5 * SEC);
+	T_ASSERT(gmp_close(sv[0]) == 0);
+	close(sv[1]);
+}
+
+static void test_deadline_moved_later_and_earlier(void **s)
+{
+	(void)s;
+	tu_init(2);
+	assert_true(gmp_go(moved_later_task, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 GMP_TEST_MAIN(cmocka_unit_test(test_deadline_read),
 	      cmocka_unit_test(test_deadline_past_and_cleared),
 	      cmocka_unit_test(test_deadline_write_full_socket),
@@ -510,4 +613,6 @@ GMP_TEST_MAIN(cmocka_unit_test(test_deadline_read),
 	      cmocka_unit_test(test_deadline_many_waiters),
 	      cmocka_unit_test(test_deadline_plain_thread),
 	      cmocka_unit_test(test_deadline_close_clears),
-	      cmocka_unit_test(test_deadline_bad_arguments))
+	      cmocka_unit_test(test_deadline_bad_arguments),
+	      cmocka_unit_test(test_deadline_pushed_ahead_arms_once),
+	      cmocka_unit_test(test_deadline_moved_later_and_earlier))
