@@ -213,6 +213,15 @@ static inline ssize_t nb_sendmsg(int fd, const struct msghdr *m, int flags)
 #endif
 }
 
+/* Whether a receive with the caller's flags tries the call that cannot
+ * block first. Not with MSG_WAITALL on a socket that may be blocking:
+ * there the plain call waits for every byte asked, where MSG_DONTWAIT
+ * would return the part already there. */
+static inline bool nb_first(const struct io *io, int flags)
+{
+	return !(flags & MSG_WAITALL) || gmp__pd_nonblock(io->pd);
+}
+
 /* After a call that cannot block returned r on a socket: whether r is the
  * attempt's answer, or the plain call must follow in the bracket (it
  * found nothing to do and the socket is not known to be non-blocking;
@@ -844,8 +853,13 @@ GMP_EXTERN ssize_t gmp_recvfrom(int fd, void *buf, size_t n, int flags,
 			*len = len0;
 		if (io.task)
 			gmp__pd_snapshot(io.pd, &io.op);
-		ssize_t r = nb_recvfrom(fd, buf, n, flags, addr, len);
-		if (!nb_final(&io, r, flags)) {
+		ssize_t r = 0;
+		bool plain = !nb_first(&io, flags);
+		if (!plain) {
+			r = nb_recvfrom(fd, buf, n, flags, addr, len);
+			plain = !nb_final(&io, r, flags);
+		}
+		if (plain) {
 			if (len)
 				*len = len0;
 			sys_enter(&io);
@@ -927,8 +941,13 @@ GMP_EXTERN ssize_t gmp_recvmsg(int fd, struct msghdr *msg, int flags)
 		msg->msg_controllen = controllen;
 		if (io.task)
 			gmp__pd_snapshot(io.pd, &io.op);
-		ssize_t r = nb_recvmsg(fd, msg, flags);
-		if (!nb_final(&io, r, flags)) {
+		ssize_t r = 0;
+		bool plain = !nb_first(&io, flags);
+		if (!plain) {
+			r = nb_recvmsg(fd, msg, flags);
+			plain = !nb_final(&io, r, flags);
+		}
+		if (plain) {
 			msg->msg_namelen = namelen;
 			msg->msg_controllen = controllen;
 			sys_enter(&io);

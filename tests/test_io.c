@@ -570,6 +570,42 @@ static void test_io_blocking_socket_blocks_in_kernel(void **s)
 	}
 }
 
+/* MSG_WAITALL on a blocking socket waits for every byte asked, even when
+ * part of them is there already (a receive with MSG_DONTWAIT would return
+ * that part). */
+static void waitall_reader(void *arg)
+{
+	(void)arg;
+	char buf[10];
+	struct iovec v = { .iov_base = buf, .iov_len = sizeof buf };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+	T_ASSERT(gmp_recvfrom(bsock[0], buf, 10, MSG_WAITALL, NULL, NULL) ==
+		 10);
+	T_ASSERT(memcmp(buf, "helloworld", 10) == 0);
+	T_ASSERT(gmp_recvmsg(bsock[0], &m, MSG_WAITALL) == 10);
+	T_ASSERT(memcmp(buf, "0123456789", 10) == 0);
+	atomic_store(&bsock_done, 1);
+}
+
+static void test_io_blocking_socket_waitall(void **s)
+{
+	(void)s;
+	tu_init(1);
+	atomic_store(&bsock_done, 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, bsock), 0);
+	assert_int_equal(write(bsock[1], "hello", 5), 5);
+	assert_true(gmp_go(waitall_reader, NULL) > 0);
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
+	assert_int_equal(write(bsock[1], "world01234", 10), 10);
+	TU_WAIT_FOR(tu_stats().tasks_in_syscall == 1);
+	assert_int_equal(atomic_load(&bsock_done), 0);
+	assert_int_equal(write(bsock[1], "56789", 5), 5);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_int_equal(atomic_load(&bsock_done), 1);
+	close(bsock[0]);
+	close(bsock[1]);
+}
+
 /* The runtime remembers that a socket was non-blocking (from an EAGAIN);
  * a program that clears O_NONBLOCK afterwards has its task's calls wait
  * in the poller, holding no thread, and still get their data. */
@@ -1583,6 +1619,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_io_hundred_parked_readers_hold_no_thread),
 	      cmocka_unit_test(test_io_eof_after_short_read),
 	      cmocka_unit_test(test_io_blocking_pipe_does_not_stall_maxprocs_1),
 	      cmocka_unit_test(test_io_blocking_socket_blocks_in_kernel),
+	      cmocka_unit_test(test_io_blocking_socket_waitall),
 	      cmocka_unit_test(test_io_nonblock_cleared_later_waits_in_poller),
 	      cmocka_unit_test(test_io_bad_input),
 	      cmocka_unit_test(test_io_connect_refused),
