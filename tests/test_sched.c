@@ -132,6 +132,11 @@ static void parker(void *arg)
 static void readier(void *arg)
 {
 	(void)arg;
+	/* A slice of our own: we came from runnext, inheriting the rest of
+	 * first's, and on a slow host (TSan) that can run out below, when
+	 * schedule() denies the next runnext G the rest of it (sysmon.c) and
+	 * queues the parker behind the others. */
+	gmp_yield();
 	/* Queue two tasks behind us, then ready the parked one: it goes to
 	 * runnext and so runs before them, though they were queued first. */
 	gmp_go(record, (void *)(uintptr_t)2);
