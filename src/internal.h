@@ -209,6 +209,11 @@ struct gmp__m {
 	/* gmp_park's arguments, consumed by park_m on g0. */
 	gmp_unlock_fn waitunlockf;
 	void *waitlock;
+	/* While g0 runs a batch of due timers (timer.c): the tasks their
+	 * functions ready, collected here in order instead of queued one
+	 * by one, and queued together after the batch
+	 * (gmp__ready_flush). NULL otherwise. Owner. */
+	struct gmp__gqueue *readyq;
 
 	/* Thread and g0 stack. */
 	pthread_t thread;

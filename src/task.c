@@ -310,11 +310,55 @@ static inline void ready_queue(gmp_g *g, bool next, gmp_g *self)
 		ready_global(g);
 		return;
 	}
+	/* g0 running a batch of timers: queued with the batch's others,
+	 * after it (gmp__ready_flush). */
+	if (GMP__UNLIKELY(m->readyq != NULL)) {
+		gmp__gq_push(m->readyq, g);
+		return;
+	}
 	gmp__runq_put(m->p, g, next);
 	/* wakep needs a #StoreLoad after the put: the full CAS on runnext
 	 * is one; a put at the tail needs its own. */
 	if (!next)
 		gmp__add32_full(&gmp__sched.nmspinning, 0);
+	gmp__wakep();
+}
+
+void gmp__ready_flush(gmp__p *p, gmp__gqueue *q)
+{
+	gmp_g *last = q->tail;
+	if (!last)
+		return;
+	if (q->n == 1) {
+		gmp__gq_pop(q);
+		gmp__runq_put(p, last, true); /* its full CAS: the #StoreLoad */
+		gmp__wakep();
+		return;
+	}
+	/* What one gmp__runq_put(p, g, true) per G in order would leave:
+	 * the last in runnext, the runnext before them and the others at
+	 * the tail of the ring, in that order. One CAS on runnext, one
+	 * release of the tail and one wakep for the lot. */
+	gmp__gqueue rest = { 0 };
+	for (gmp_g *g = gmp__gq_pop(q); g != last; g = gmp__gq_pop(q))
+		gmp__gq_push(&rest, g);
+	gmp__gq_pop(q);
+	gmp_g *old = NULL;
+	if (GMP__UNLIKELY(gmp__cfg.randomize) && (gmp__prand(p) & 1)) {
+		gmp__gq_push(&rest,
+			     last); /* runnext skipped, as runq_put may */
+	} else {
+		do {
+			old = gmp__loadp_rlx(&p->runnext);
+			/* full: publishes last to a thief that takes it
+			 * with its own CAS, as in gmp__runq_put */
+		} while (!gmp__casp_full(&p->runnext, old, last));
+	}
+	if (old)
+		gmp__runq_put(p, old, false);
+	gmp__runq_putbatch(p, &rest);
+	/* wakep's #StoreLoad, after the ring's puts too */
+	gmp__add32_full(&gmp__sched.nmspinning, 0);
 	gmp__wakep();
 }
 

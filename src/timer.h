@@ -33,11 +33,19 @@ struct gmp__timer {
 	volatile uint32_t state;   /* atomic: TIMER_* in timer.c */
 };
 
+/* One entry of a heap: the timer and its deadline, a copy of t->when, so
+ * that a sift compares entries of the array without loading the timers
+ * (each one a cache miss on a heap of thousands). */
+typedef struct gmp__timer_slot {
+	int64_t when;
+	gmp__timer *t;
+} gmp__timer_slot;
+
 /* Per-P timer state, embedded in gmp__p. */
 typedef struct gmp__timers {
 	gmp__mutex lock; /* protects heap, len, cap */
-	gmp__timer **heap;
 	int32_t len, cap;
+	gmp__timer_slot *heap;
 	volatile int64_t next; /* atomic: earliest when, 0 if empty;
 				      read lock-free by idle Ms and sysmon */
 	uint64_t fired;        /* timers popped to run, ever; lock */
