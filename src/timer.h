@@ -52,6 +52,14 @@ typedef struct gmp__timers {
 	int32_t firing;        /* of those, fn (and a re-arm) not done; lock */
 } gmp__timers;
 
+/* How late a timer may run when running it on time would take a P that
+ * has nothing else to do out of its sleep for it alone (sched.c): an M
+ * that goes idle with a timer due sooner than this, or already due,
+ * sleeps this long, and the timers that come due meanwhile run in one
+ * batch. The kernel's default timer slack, which stretches every short
+ * sleep of the poller by as much anyway. */
+#define GMP__TIMER_SLACK_NS 50000
+
 /* Arms t (fn and arg set by the caller) to run at `when`, on the heap of
  * the caller's P: call from a task or from g0 with a P. Never fails: the
  * poller an idle M sleeps in exists from gmp_init on, and running out of
