@@ -45,7 +45,8 @@ typedef struct gmp__timer_slot {
 typedef struct gmp__timers {
 	gmp__mutex lock; /* protects heap, len, cap */
 	int32_t len, cap;
-	gmp__timer_slot *heap;
+	gmp__timer_slot *heap; /* inside mem, aligned (timer.c's heap_grow) */
+	void *mem;
 	volatile int64_t next; /* atomic: earliest when, 0 if empty;
 				      read lock-free by idle Ms and sysmon */
 	uint64_t fired;        /* timers popped to run, ever; lock */
