@@ -391,6 +391,27 @@ void gmp__ready_claimed_by(gmp_g *g, bool next, gmp_g *self)
 	ready_queue(g, next, self);
 }
 
+void gmp__ready_claimed_quiet(gmp_g *g, gmp_g *self)
+{
+	uint32_t cur = gmp__load32_rlx(&g->status);
+	if (GMP__UNLIKELY(cur != GMP__G_WAITING))
+		gmp__gstatus_bad(g, cur, GMP__G_WAITING, GMP__G_RUNNABLE);
+	gmp__store32_rel(&g->status, GMP__G_RUNNABLE); /* publishes to the
+							  M that runs g */
+	if (GMP__DEBUG && !gmp__inrt(self))
+		gmp__throw("task %lld uses its P outside the runtime",
+			   (long long)self->id);
+	gmp__p *p = self->m->p;
+	/* Owner's view: thieves only take from the ring and runnext, so
+	 * "nothing queued" seen here can only become truer. acquire on the
+	 * head as everywhere the owner reads it (runq_put). */
+	bool alone = gmp__loadp_rlx(&p->runnext) == NULL &&
+		     p->runqtail == gmp__load32_acq(&p->runqhead);
+	gmp__runq_put(p, g, true);
+	if (!alone)
+		gmp__wakep(); /* runnext's full CAS: the #StoreLoad */
+}
+
 void gmp__ready_claimed(gmp_g *g, bool next)
 {
 	gmp__ready_claimed_by(g, next, NULL);
