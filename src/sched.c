@@ -881,11 +881,11 @@ top:;
 		gmp__store64_rel(&gmp__sched.pollUntil, (uint64_t)poll_until);
 		int64_t delay = -1;
 		if (poll_until) {
-			/* A timer due now or very soon: sleep the slack
-			 * (timer.h), so that it runs with those that come due
-			 * meanwhile rather than alone, without a sleep. */
+			/* A timer due already: sleep the slack (timer.h), so
+			 * that it runs with those that come due meanwhile
+			 * rather than alone, without a sleep. */
 			delay = poll_until - gmp__nanotime();
-			if (delay < GMP__TIMER_SLACK_NS)
+			if (delay <= 0)
 				delay = GMP__TIMER_SLACK_NS;
 		}
 		gmp__gqueue q = { 0 };

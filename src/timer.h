@@ -53,12 +53,12 @@ typedef struct gmp__timers {
 	int32_t firing;        /* of those, fn (and a re-arm) not done; lock */
 } gmp__timers;
 
-/* How late a timer may run when running it on time would take a P that
- * has nothing else to do out of its sleep for it alone (sched.c): an M
- * that goes idle with a timer due sooner than this, or already due,
- * sleeps this long, and the timers that come due meanwhile run in one
- * batch. The kernel's default timer slack, which stretches every short
- * sleep of the poller by as much anyway. */
+/* How long an M that goes idle with a timer due already sleeps in the
+ * poller before it runs it (sched.c), so that the timers that come due
+ * meanwhile run in one batch with it rather than each alone, with a poll
+ * and a trip through findrunnable apiece. A timer due later is slept for
+ * as long as it takes, which the kernel's timer slack (50 µs by default)
+ * stretches by about as much; this gives an overdue one the same. */
 #define GMP__TIMER_SLACK_NS 50000
 
 /* Arms t (fn and arg set by the caller) to run at `when`, on the heap of
