@@ -5,7 +5,10 @@
  *
  * A timer is embedded in its owner (a waiter, a sleeping task); the
  * runtime never allocates one. Its fn runs on some M's g0 stack, outside
- * every lock, and must not block: it typically readies a task.
+ * every lock, and must not block: it typically readies a task. Nor may it
+ * take a lock that anyone holds while stopping a timer (gmp_timer's lock,
+ * a poll descriptor's): fns run in batches, and a stop of any timer of a
+ * batch waits until the batch's last fn has returned.
  */
 #ifndef GMP_TIMER_H
 #define GMP_TIMER_H
@@ -77,7 +80,8 @@ void gmp__timer_start_on(gmp__timer *t, int64_t when, gmp__p *p);
 /* Disarms t from any thread. Returns true if t was pending and will not
  * run; false if it already ran or was never started. Either way t's fn
  * has finished and t is in no heap (a periodic t that was running is
- * disarmed once fn returns): the caller may free t. */
+ * disarmed once fn returns; a running t is waited out until the end of
+ * its batch): the caller may free t. */
 bool gmp__timer_stop(gmp__timer *t);
 
 /* Runs p's due timers (the caller holds p, or is stealing from it) and
