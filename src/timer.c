@@ -240,11 +240,11 @@ enum { RUN_BATCH = 32 };
  * the timers come due faster than the P gets through the tasks they
  * ready, running them all at once only starves those tasks: a ticker
  * firing again before its reader could run drops the tick, and the pop
- * and re-add were for nothing (10k tickers of 1 ms on 2 Ps, on a host
- * that gave the process a CPU and a half, delivered a tenth of the ticks
- * that way). A task a timer readies would wait behind this queue anyway;
- * the timers waiting their turn get it when the queue has drained, at
- * least RUN_BATCH of them a round. */
+ * and re-add were for nothing (2,000 tickers of 1 ms under callgrind, on
+ * one CPU: 5,975 instructions per delivered tick that way, 2,931 this
+ * way). A task a timer readies would wait behind this queue anyway; the
+ * timers waiting their turn get it when the queue has drained, at least
+ * RUN_BATCH of them a round. */
 enum { RUN_QUEUED = 2 * RUN_BATCH };
 
 /* Ends the runs of batch[0..n) (p's heap lock held; each timer RUNNING,
