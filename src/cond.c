@@ -36,14 +36,23 @@
  * sleeping on the mutex into this P, and never switches (a handoff's
  * yield does nothing off a task).
  *
+ * Taking turns. Two tasks that alternate through one cond (signal, then
+ * wait in turn) go through cond_park_unlock, which hands the mutex from
+ * the parker to the woken waiter it runs next without unlocking it, and
+ * through the quiet wake in notify_slow, which wakes no idle P for a
+ * waiter that could only sleep on the mutex its signaller holds (both in
+ * design.md §21).
+ *
  * Lost wakeups. A signaller that changed the condition under mu and then
  * signals (mu held or just released) ordered its look at wait after the
  * waiter's increment: the waiter counted itself before releasing mu. A
  * signal that does not hold mu and races the wait may miss it, as in Go.
  */
 #include "preempt.h"
+#include "scheduler.h"
 #include "sema.h"
 #include "sync.h"
+#include "task.h"
 
 /* What the unlock function releases: copied before the first release, for
  * once the list lock drops, a signal may let the waiter run on and reuse
@@ -58,6 +67,54 @@ static void cond_unlock(void *arg)
 	struct cond_park a = *(struct cond_park *)arg;
 	gmp__unlock(a.lock);
 	gmp_mutex_unlock(a.mu);
+}
+
+/* w->result of a signalled waiter whose mutex the parker that ran it
+ * next handed over (cond_park_unlock): it returns without relocking. */
+enum { COND_MU_HANDED = 1 };
+
+/* Whether nw, the waiter of a task we have just taken off our runnext,
+ * was woken by a signal and relocks mu first thing: then the mutex may go
+ * to it as it is. Only a mutex held and nothing else (no sleepers, no
+ * locker awake, not starving) is handed over; every other state takes the
+ * usual unlock, which wakes whoever must be woken. The task is ours (off
+ * the queue, not running): its waiter, on its stack, holds still. */
+static bool may_hand_mutex(const gmp__waiter *nw, gmp_mutex *mu)
+{
+	return nw && nw->elem == (void *)mu &&
+	       gmp__load32_rlx(&nw->state) == GMP__WAIT_WOKEN &&
+	       gmp__load32_rlx(&gmp__mutex_words_of(mu)->state) ==
+		       GMP__MUTEX_LOCKED;
+}
+
+/* park_m's unlock function for a task that waits without a deadline, on
+ * g0 once the task is WAITING. It drops the list lock and the user's
+ * mutex, as cond_unlock does, and then, when the task that runs next here
+ * is a waiter a signal woke on the same mutex (a pair taking turns: the
+ * signaller readied it into our runnext and now waits in its turn), runs
+ * that task itself instead of going through schedule, and hands it the
+ * mutex without unlocking it: the woken waiter's next act would be to lock
+ * it, on this M, with nothing in between, so the unlock and its relock (two
+ * atomic read-modify-writes) would only make a window that nobody can use
+ * to any purpose but to make the waiter sleep again. The list lock goes
+ * first: a signal may find us, and ready us, from here on. */
+static bool cond_park_unlock(gmp_g *g, void *arg)
+{
+	(void)g;
+	struct cond_park a = *(struct cond_park *)arg;
+	gmp__unlock(a.lock);
+	gmp__m *m = gmp__getm_inline();
+	gmp_g *next = gmp__runnext_take(m);
+	if (!next) {
+		gmp_mutex_unlock(a.mu);
+		return true;
+	}
+	gmp__waiter *nw = next->param;
+	if (may_hand_mutex(nw, a.mu))
+		nw->result = COND_MU_HANDED; /* read by next, on this M */
+	else
+		gmp_mutex_unlock(a.mu); /* may ready a sleeper: it runs after */
+	gmp__execute(m, next, true);
 }
 
 /* Appends w (list lock held). */
@@ -107,6 +164,7 @@ static int cond_wait(gmp_cond *cv, gmp_mutex *mu, int64_t deadline)
 	gmp__waiter_init_as(&w, stay.g);
 	w.c = c;                          /* on the list */
 	w.aux = deadline >= 0 ? c : NULL; /* claimable by a deadline */
+	w.elem = mu;                      /* what it relocks (may_hand_mutex) */
 	gmp__lock(&c->lock);
 	/* Written only under the list lock (as notify); published to
 	 * signallers that hold mu by mu's unlock, which follows it. */
@@ -114,19 +172,34 @@ static int cond_wait(gmp_cond *cv, gmp_mutex *mu, int64_t deadline)
 	gmp__store32_rlx(&c->wait, (uint32_t)w.ticket + 1);
 	list_push(c, &w);
 	struct cond_park a = { &c->lock, mu };
-	gmp__waiter_sleep(&w, cond_unlock, &a, GMP__WAIT_COND, deadline);
-	int r = 0;
-	if (!w.woken) {
-		/* The deadline claimed us. Still listed unless a signal took
-		 * us off, found us claimed, and went on to the next waiter. */
-		gmp__lock(&c->lock);
-		if (w.c)
-			list_remove(c, &w);
-		gmp__unlock(&c->lock);
-		r = -ETIMEDOUT;
+	/* A parker that runs us next may hand us mu (cond_park_unlock):
+	 * it finds our waiter through our G while we are queued. */
+	if (stay.g)
+		stay.g->param = &w;
+	if (GMP__LIKELY(stay.g && deadline < 0)) {
+		gmp__park_g(stay.g, cond_park_unlock, &a, GMP__WAIT_COND);
+		/* Only a signal readies a waiter without a deadline.
+		 * acquire: pairs with its release of the state. */
+		w.woken = gmp__load32_acq(&w.state) == GMP__WAIT_WOKEN;
+	} else {
+		gmp__waiter_sleep(&w, cond_unlock, &a, GMP__WAIT_COND,
+				  deadline);
 	}
+	if (stay.g)
+		stay.g->param = NULL;
+	if (w.woken) {
+		if (w.result != COND_MU_HANDED)
+			gmp_mutex_lock(mu);
+		return 0;
+	}
+	/* The deadline claimed us. Still listed unless a signal took us off,
+	 * found us claimed, and went on to the next waiter. */
+	gmp__lock(&c->lock);
+	if (w.c)
+		list_remove(c, &w);
+	gmp__unlock(&c->lock);
 	gmp_mutex_lock(mu);
-	return r;
+	return -ETIMEDOUT;
 }
 
 GMP_EXTERN void gmp_cond_wait(gmp_cond *c, gmp_mutex *mu)
@@ -173,7 +246,23 @@ static __attribute__((noinline)) void notify_slow(gmp__cond_words *c, bool all)
 	gmp__unlock(&c->lock);
 	while (wake) {
 		gmp__waiter *next = wake->next; /* before: w is gone after */
-		gmp__waiter_wake_by(wake, stay.g);
+		/* A task whose mutex is held now (by us, most often: the
+		 * usual signal is made under it) can do nothing until it is
+		 * unlocked; waking an idle P to run it would only make it
+		 * sleep again on the mutex, at the price of a futex wake and
+		 * another M spinning. So it goes into our runnext quietly
+		 * when our P has nothing else queued, and runs as soon as we
+		 * switch (wait, block, yield, or the end of the slice). A
+		 * second signal before that finds it queued and wakes a P as
+		 * usual, so a signaller that goes on signalling still gets
+		 * its waiters run elsewhere. */
+		gmp_mutex *wmu = wake->elem;
+		if (stay.g && wake->g &&
+		    (gmp__load32_rlx(&gmp__mutex_words_of(wmu)->state) &
+		     GMP__MUTEX_LOCKED))
+			gmp__waiter_wake_quiet_by(wake, stay.g);
+		else
+			gmp__waiter_wake_by(wake, stay.g);
 		wake = next;
 	}
 }

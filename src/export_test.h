@@ -18,9 +18,11 @@
 #include "g.h"
 #include "maxprocs.h"
 #include "runq.h"
+#include "runtime.h"
 #include "sema.h"
 #include "stack.h"
 #include "sync.h"
+#include "timer.h"
 
 /* alloc.c: allocations outstanding (gmp__malloc and gmp__calloc, minus
  * gmp__free), so that a test can check that shutdown freed everything. */
@@ -72,6 +74,12 @@ void gmp__madvise_self_pidfd_set(int fd);
 const char *gmp__preempt_off_reason(void);
 bool gmp__detached(void);
 void gmp__preempt_force_barrier(int kind);
+
+/* timer.c: checks p's heap (p's timer lock taken): the heap order, each
+ * slot's copy of its timer's deadline, each timer's idx and p, and the
+ * lock-free mirror of the earliest deadline; aborts naming what is wrong.
+ * Returns the number of timers in it. */
+int32_t gmp__timers_check(gmp__p *p);
 
 /* uring.c: whether file I/O goes through the rings in this run (NULL) or
  * why not; operations in flight in all rings; and one read(2) at the

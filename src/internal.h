@@ -155,7 +155,11 @@ struct gmp_g {
 	 * (gfreebatch's); here, in a hole, so that gmp_g stays within
 	 * 256 bytes, four cache lines beside its stack. */
 	int32_t gfreen;
-	void *param; /* passed by a waker (channels, semaphores) */
+	/* A task parked in gmp_cond_wait: its waiter, through which the
+	 * parker that takes it off runnext may hand it the mutex (cond.c);
+	 * NULL otherwise. Written by the task, read by that parker while the
+	 * task is off every queue. */
+	void *param;
 	/* How deep the running task went (stack.c): the lowest sp seen at
 	 * its switch points. Owner, and the holder of the dead G. */
 	uintptr_t stklow;
@@ -209,6 +213,11 @@ struct gmp__m {
 	/* gmp_park's arguments, consumed by park_m on g0. */
 	gmp_unlock_fn waitunlockf;
 	void *waitlock;
+	/* While g0 runs a batch of due timers (timer.c): the tasks their
+	 * functions ready, collected here in order instead of queued one
+	 * by one, and queued together after the batch
+	 * (gmp__ready_flush). NULL otherwise. Owner. */
+	struct gmp__gqueue *readyq;
 
 	/* Thread and g0 stack. */
 	pthread_t thread;

@@ -881,9 +881,12 @@ top:;
 		gmp__store64_rel(&gmp__sched.pollUntil, (uint64_t)poll_until);
 		int64_t delay = -1;
 		if (poll_until) {
+			/* A timer due already: sleep the slack (timer.h), so
+			 * that it runs with those that come due meanwhile
+			 * rather than alone, without a sleep. */
 			delay = poll_until - gmp__nanotime();
-			if (delay < 0)
-				delay = 0;
+			if (delay <= 0)
+				delay = GMP__TIMER_SLACK_NS;
 		}
 		gmp__gqueue q = { 0 };
 		gmp__netpoll(delay, &q);
@@ -1012,6 +1015,27 @@ _Noreturn void gmp__schedule(gmp__m *m)
 		}
 	}
 	schedule_slow(m);
+}
+
+/* For a park's unlock function that ends the switch itself: the G in m's
+ * runnext, taken off it, when it is the one gmp__schedule's short path
+ * would run next, under the same conditions; NULL when the round must go
+ * the usual way (schedule decides, or runnext is empty, or a thief took
+ * it first). The caller runs the G it gets with gmp__execute(m, g, true),
+ * on this M, with nothing in between that could switch. */
+gmp_g *gmp__runnext_take(gmp__m *m)
+{
+	gmp__p *p = m->p;
+	if (m->lockedg || gmp__loadb_rlx(&p->preempt) || m->spinning ||
+	    (uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs) ||
+	    gmp__timers_next(&p->timers) != 0 || globrunq_turn(p))
+		return NULL;
+	gmp_g *g = gmp__loadp_rlx(&p->runnext);
+	/* acquire: pairs with the full CAS of gmp__runq_put that stored g,
+	 * as in gmp__runq_get; a failed CAS means a thief took it. */
+	if (!g || g->lockedm || !gmp__casp_acq(&p->runnext, g, NULL))
+		return NULL;
+	return g;
 }
 
 /* ---- locked Ms (LockOSThread) ------------------------------------------- */

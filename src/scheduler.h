@@ -20,6 +20,10 @@ _Noreturn void gmp__schedule(gmp__m *m);
  * slice (it came from runnext). Never returns. */
 _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit);
 
+/* The G in m's runnext, taken, if gmp__schedule would run it next; else
+ * NULL (sched.c). On g0, in a park's unlock function. */
+gmp_g *gmp__runnext_take(gmp__m *m);
+
 /* m's locked G is not runnable: give the P away, sleep until the G is
  * scheduled, then run it (LockOSThread). Never returns. */
 _Noreturn void gmp__schedule_locked(gmp__m *m);

@@ -310,11 +310,55 @@ static inline void ready_queue(gmp_g *g, bool next, gmp_g *self)
 		ready_global(g);
 		return;
 	}
+	/* g0 running a batch of timers: queued with the batch's others,
+	 * after it (gmp__ready_flush). */
+	if (GMP__UNLIKELY(m->readyq != NULL)) {
+		gmp__gq_push(m->readyq, g);
+		return;
+	}
 	gmp__runq_put(m->p, g, next);
 	/* wakep needs a #StoreLoad after the put: the full CAS on runnext
 	 * is one; a put at the tail needs its own. */
 	if (!next)
 		gmp__add32_full(&gmp__sched.nmspinning, 0);
+	gmp__wakep();
+}
+
+void gmp__ready_flush(gmp__p *p, gmp__gqueue *q)
+{
+	gmp_g *last = q->tail;
+	if (!last)
+		return;
+	if (q->n == 1) {
+		gmp__gq_pop(q);
+		gmp__runq_put(p, last, true); /* its full CAS: the #StoreLoad */
+		gmp__wakep();
+		return;
+	}
+	/* What one gmp__runq_put(p, g, true) per G in order would leave:
+	 * the last in runnext, the runnext before them and the others at
+	 * the tail of the ring, in that order. One CAS on runnext, one
+	 * release of the tail and one wakep for the lot. */
+	gmp__gqueue rest = { 0 };
+	for (gmp_g *g = gmp__gq_pop(q); g != last; g = gmp__gq_pop(q))
+		gmp__gq_push(&rest, g);
+	gmp__gq_pop(q);
+	gmp_g *old = NULL;
+	if (GMP__UNLIKELY(gmp__cfg.randomize) && (gmp__prand(p) & 1)) {
+		gmp__gq_push(&rest,
+			     last); /* runnext skipped, as runq_put may */
+	} else {
+		do {
+			old = gmp__loadp_rlx(&p->runnext);
+			/* full: publishes last to a thief that takes it
+			 * with its own CAS, as in gmp__runq_put */
+		} while (!gmp__casp_full(&p->runnext, old, last));
+	}
+	if (old)
+		gmp__runq_put(p, old, false);
+	gmp__runq_putbatch(p, &rest);
+	/* wakep's #StoreLoad, after the ring's puts too */
+	gmp__add32_full(&gmp__sched.nmspinning, 0);
 	gmp__wakep();
 }
 
@@ -345,6 +389,27 @@ void gmp__ready_claimed_by(gmp_g *g, bool next, gmp_g *self)
 		gmp__throw("task %lld uses its P outside the runtime",
 			   (long long)self->id);
 	ready_queue(g, next, self);
+}
+
+void gmp__ready_claimed_quiet(gmp_g *g, gmp_g *self)
+{
+	uint32_t cur = gmp__load32_rlx(&g->status);
+	if (GMP__UNLIKELY(cur != GMP__G_WAITING))
+		gmp__gstatus_bad(g, cur, GMP__G_WAITING, GMP__G_RUNNABLE);
+	gmp__store32_rel(&g->status, GMP__G_RUNNABLE); /* publishes to the
+							  M that runs g */
+	if (GMP__DEBUG && !gmp__inrt(self))
+		gmp__throw("task %lld uses its P outside the runtime",
+			   (long long)self->id);
+	gmp__p *p = self->m->p;
+	/* Owner's view: thieves only take from the ring and runnext, so
+	 * "nothing queued" seen here can only become truer. acquire on the
+	 * head as everywhere the owner reads it (runq_put). */
+	bool alone = gmp__loadp_rlx(&p->runnext) == NULL &&
+		     p->runqtail == gmp__load32_acq(&p->runqhead);
+	gmp__runq_put(p, g, true);
+	if (!alone)
+		gmp__wakep(); /* runnext's full CAS: the #StoreLoad */
 }
 
 void gmp__ready_claimed(gmp_g *g, bool next)

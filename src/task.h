@@ -18,6 +18,20 @@ void gmp__ready_claimed(gmp_g *g, bool next);
  * (preempt.h), or NULL for "find out": it readies into self's P. */
 void gmp__ready_claimed_by(gmp_g *g, bool next, gmp_g *self);
 
+/* gmp__ready_claimed_by into the runnext of self (the running task,
+ * inside the runtime, not NULL) that wakes no idle P when g is all that
+ * self's P has queued: self's P runs g as soon as self switches, and no
+ * other P's M could take it sooner (thieves leave a running P's runnext
+ * alone for 3 µs). For a waker that knows g cannot proceed before self
+ * does something first (cond.c: g's next act is to lock the mutex that is
+ * locked now). With anything else queued, as gmp__ready_claimed_by. */
+void gmp__ready_claimed_quiet(gmp_g *g, gmp_g *self);
+
+/* Queues on p (the caller's, on g0) the tasks collected in q while
+ * m->readyq pointed at it, in order, as if each had been readied into
+ * runnext in turn, and wakes a P if one idles; empties q. */
+void gmp__ready_flush(gmp__p *p, gmp__gqueue *q);
+
 /* gmp_park with a wait reason for dumps; gmp__park_g for a caller that
  * knows g is the task running here. A switch point; from a task only. */
 void gmp__park(gmp_unlock_fn unlockf, void *lock, uint32_t reason);

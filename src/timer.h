@@ -5,7 +5,10 @@
  *
  * A timer is embedded in its owner (a waiter, a sleeping task); the
  * runtime never allocates one. Its fn runs on some M's g0 stack, outside
- * every lock, and must not block: it typically readies a task.
+ * every lock, and must not block: it typically readies a task. Nor may it
+ * take a lock that anyone holds while stopping a timer (gmp_timer's lock,
+ * a poll descriptor's): fns run in batches, and a stop of any timer of a
+ * batch waits until the batch's last fn has returned.
  */
 #ifndef GMP_TIMER_H
 #define GMP_TIMER_H
@@ -33,16 +36,33 @@ struct gmp__timer {
 	volatile uint32_t state;   /* atomic: TIMER_* in timer.c */
 };
 
+/* One entry of a heap: the timer and its deadline, a copy of t->when, so
+ * that a sift compares entries of the array without loading the timers
+ * (each one a cache miss on a heap of thousands). */
+typedef struct gmp__timer_slot {
+	int64_t when;
+	gmp__timer *t;
+} gmp__timer_slot;
+
 /* Per-P timer state, embedded in gmp__p. */
 typedef struct gmp__timers {
 	gmp__mutex lock; /* protects heap, len, cap */
-	gmp__timer **heap;
 	int32_t len, cap;
+	gmp__timer_slot *heap; /* inside mem, aligned (timer.c's heap_grow) */
+	void *mem;
 	volatile int64_t next; /* atomic: earliest when, 0 if empty;
 				      read lock-free by idle Ms and sysmon */
 	uint64_t fired;        /* timers popped to run, ever; lock */
 	int32_t firing;        /* of those, fn (and a re-arm) not done; lock */
 } gmp__timers;
+
+/* How long an M that goes idle with a timer due already sleeps in the
+ * poller before it runs it (sched.c), so that the timers that come due
+ * meanwhile run in one batch with it rather than each alone, with a poll
+ * and a trip through findrunnable apiece. A timer due later is slept for
+ * as long as it takes, which the kernel's timer slack (50 µs by default)
+ * stretches by about as much; this gives an overdue one the same. */
+#define GMP__TIMER_SLACK_NS 50000
 
 /* Arms t (fn and arg set by the caller) to run at `when`, on the heap of
  * the caller's P: call from a task or from g0 with a P. Never fails: the
@@ -60,7 +80,8 @@ void gmp__timer_start_on(gmp__timer *t, int64_t when, gmp__p *p);
 /* Disarms t from any thread. Returns true if t was pending and will not
  * run; false if it already ran or was never started. Either way t's fn
  * has finished and t is in no heap (a periodic t that was running is
- * disarmed once fn returns): the caller may free t. */
+ * disarmed once fn returns; a running t is waited out until the end of
+ * its batch): the caller may free t. */
 bool gmp__timer_stop(gmp__timer *t);
 
 /* Whether t is in a heap, waiting to fire (acquire: its `when` is the one

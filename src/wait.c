@@ -48,6 +48,14 @@ void gmp__waiter_wake_by(gmp__waiter *w, gmp_g *self)
 	gmp__futex_wake(addr, INT_MAX);
 }
 
+void gmp__waiter_wake_quiet_by(gmp__waiter *w, gmp_g *self)
+{
+	gmp_g *g = w->g;
+	/* release: as in gmp__waiter_wake_by */
+	gmp__store32_rel(&w->state, GMP__WAIT_WOKEN);
+	gmp__ready_claimed_quiet(g, self);
+}
+
 /* The deadline of a task waiter passed. The task runs next on the P
  * that ran the timer (runnext), as Go's timers ready theirs: its wait is
  * over now, and behind the queue it could wait a slice per task queued

@@ -120,4 +120,9 @@ void gmp__waiter_wake(gmp__waiter *w);
  * thread-local lookup. */
 void gmp__waiter_wake_by(gmp__waiter *w, gmp_g *self);
 
+/* gmp__waiter_wake_by for a task waiter (w->g not NULL) by a task waker
+ * (self, inside the runtime): through gmp__ready_claimed_quiet (task.h),
+ * which wakes no idle P when the waker's P has nothing else queued. */
+void gmp__waiter_wake_quiet_by(gmp__waiter *w, gmp_g *self);
+
 #endif

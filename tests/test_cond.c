@@ -4,7 +4,10 @@
  * the mutex held, from a task and from a thread; a waiter that timed out
  * leaves the queue without eating a later signal; threads with no runtime;
  * a producer-consumer stress under GMP_DEBUG=randomize with timed waits
- * racing signals. Misuse (waiting with the mutex unlocked) is in
+ * racing signals. Two tasks taking turns hand the mutex from the one that
+ * waits to the one it woke (cond.c): mutual exclusion holds against other
+ * lockers meanwhile, a task sleeping on the mutex still gets it, and a
+ * waiter a signal woke quietly still runs while its signaller goes on. Misuse (waiting with the mutex unlocked) is in
  * test_misuse.c.
  *
  * How many wait is read inside (sync.h: wait - notify), so that a test
@@ -411,6 +414,215 @@ static void test_cond_threads_without_runtime(void **s)
 	assert_int_equal(tu_stats().procs, 0);
 }
 
+/* ---- a pair taking turns: the mutex handed over ---------------------------------------- */
+
+enum { TT_ROUNDS = 20000 };
+
+static gmp_mutex tt_mu = GMP_MUTEX_INIT;
+static gmp_cond tt_cv = GMP_COND_INIT;
+static int tt_turn;    /* tt_mu */
+static long tt_shared; /* tt_mu: bumped by everyone, non-atomically */
+static atomic_long tt_other_bumps;
+static atomic_int tt_stop, tt_bad;
+static gmp_wg tt_players = GMP_WG_INIT, tt_others = GMP_WG_INIT;
+
+/* A bump of tt_shared that loses another's if the mutex lets two in:
+ * it yields between the read and the write. */
+static void tt_bump(void)
+{
+	long v = tt_shared;
+	gmp_yield();
+	tt_shared = v + 1;
+}
+
+/* Takes TT_ROUNDS turns with its partner through tt_cv, and checks at
+ * each that the turn is its own and that it holds the mutex. */
+static void tt_player(void *arg)
+{
+	int me = (int)(uintptr_t)arg;
+	for (int i = 0; i < TT_ROUNDS; i++) {
+		gmp_mutex_lock(&tt_mu);
+		while (tt_turn != me)
+			gmp_cond_wait(&tt_cv, &tt_mu);
+		if (!mutex_held(&tt_mu))
+			atomic_store(&tt_bad, 1);
+		tt_bump();
+		tt_turn = 1 - me;
+		gmp_cond_signal(&tt_cv);
+		gmp_mutex_unlock(&tt_mu);
+	}
+	gmp_wg_done(&tt_players);
+}
+
+/* Locks and bumps until the players are done. */
+static void tt_other(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&tt_stop)) {
+		gmp_mutex_lock(&tt_mu);
+		tt_bump();
+		gmp_mutex_unlock(&tt_mu);
+		atomic_fetch_add(&tt_other_bumps, 1);
+		gmp_yield();
+	}
+	gmp_wg_done(&tt_others);
+}
+
+/* The pair alone, then with `others` lockers beside it. */
+static void turns_with_others(int procs, int others)
+{
+	tu_init(procs);
+	for (int round = 0; round < 2; round++) {
+		int n = round ? others : 0;
+		tt_turn = 0;
+		tt_shared = 0;
+		atomic_store(&tt_other_bumps, 0);
+		atomic_store(&tt_stop, 0);
+		gmp_wg_add(&tt_others, n);
+		for (int i = 0; i < n; i++)
+			assert_true(gmp_go(tt_other, NULL) > 0);
+		gmp_wg_add(&tt_players, 2);
+		assert_true(gmp_go(tt_player, (void *)(uintptr_t)0) > 0);
+		assert_true(gmp_go(tt_player, (void *)(uintptr_t)1) > 0);
+		gmp_wg_wait(&tt_players);
+		atomic_store(&tt_stop, 1);
+		gmp_wg_wait(&tt_others);
+		assert_int_equal(atomic_load(&tt_bad), 0);
+		/* Every bump counted: nobody got in while another held it. */
+		assert_int_equal(tt_shared,
+				 2 * TT_ROUNDS + atomic_load(&tt_other_bumps));
+		assert_int_equal(tt_turn, 0);
+		assert_int_equal(cond_waiters(&tt_cv), 0);
+	}
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+static void test_cond_turns_hand_mutex_maxprocs_1(void **s)
+{
+	(void)s;
+	turns_with_others(1, 2);
+}
+
+static void test_cond_turns_hand_mutex_maxprocs_2(void **s)
+{
+	(void)s;
+	turns_with_others(2, 3);
+}
+
+/* A task that wants the mutex is not shut out by a pair that hands it
+ * back and forth: the handover is only made while nobody else waits for
+ * the mutex, so once the outsider sleeps on it the pair's waits unlock it
+ * as usual and wake it, and within a millisecond it takes it (starvation
+ * mode); at maxprocs 1 it gets in at the end of the pair's slice. */
+static gmp_mutex sh_mu = GMP_MUTEX_INIT;
+static gmp_cond sh_cv = GMP_COND_INIT;
+static int sh_turn; /* sh_mu */
+static atomic_int sh_stop;
+static atomic_long sh_rounds;
+static gmp_wg sh_wg = GMP_WG_INIT;
+
+static void sh_player(void *arg)
+{
+	int me = (int)(uintptr_t)arg;
+	gmp_mutex_lock(&sh_mu);
+	while (!atomic_load(&sh_stop)) {
+		while (sh_turn != me && !atomic_load(&sh_stop))
+			gmp_cond_wait(&sh_cv, &sh_mu);
+		sh_turn = 1 - me;
+		atomic_fetch_add(&sh_rounds, 1);
+		gmp_cond_signal(&sh_cv);
+		gmp_mutex_unlock(&sh_mu);
+		gmp_mutex_lock(&sh_mu);
+	}
+	gmp_cond_broadcast(&sh_cv);
+	gmp_mutex_unlock(&sh_mu);
+	gmp_wg_done(&sh_wg);
+}
+
+static void sh_outsider(void *arg)
+{
+	(void)arg;
+	/* Let the pair get going first. */
+	while (atomic_load(&sh_rounds) < 10000)
+		gmp_yield();
+	gmp_mutex_lock(&sh_mu);
+	atomic_store(&sh_stop, 1);
+	gmp_cond_broadcast(&sh_cv);
+	gmp_mutex_unlock(&sh_mu);
+	gmp_wg_done(&sh_wg);
+}
+
+static void test_cond_turns_do_not_shut_out_sleeper(void **s)
+{
+	(void)s;
+	for (int procs = 1; procs <= 2; procs++) {
+		tu_init(procs);
+		sh_turn = 0;
+		atomic_store(&sh_stop, 0);
+		atomic_store(&sh_rounds, 0);
+		gmp_wg_add(&sh_wg, 3);
+		assert_true(gmp_go(sh_player, (void *)(uintptr_t)0) > 0);
+		assert_true(gmp_go(sh_player, (void *)(uintptr_t)1) > 0);
+		assert_true(gmp_go(sh_outsider, NULL) > 0);
+		gmp_wg_wait(&sh_wg);
+		assert_true(atomic_load(&sh_rounds) >= 10000);
+		assert_int_equal(cond_waiters(&sh_cv), 0);
+		assert_int_equal(gmp_shutdown(), 0);
+	}
+}
+
+/* A waiter that a signal made under the mutex woke without waking an idle
+ * P (it sits in the signaller's runnext) still runs while its signaller
+ * goes on computing, at the end of the signaller's time slice. */
+static gmp_mutex qw_mu = GMP_MUTEX_INIT;
+static gmp_cond qw_cv = GMP_COND_INIT;
+static bool qw_flag; /* qw_mu */
+static atomic_int qw_ran;
+static gmp_wg qw_wg = GMP_WG_INIT;
+
+static void qw_waiter(void *arg)
+{
+	(void)arg;
+	gmp_mutex_lock(&qw_mu);
+	while (!qw_flag)
+		gmp_cond_wait(&qw_cv, &qw_mu);
+	gmp_mutex_unlock(&qw_mu);
+	atomic_store(&qw_ran, 1);
+	gmp_wg_done(&qw_wg);
+}
+
+static void qw_signaller(void *arg)
+{
+	(void)arg;
+	TU_WAIT_FOR(cond_waiters(&qw_cv) == 1);
+	gmp_mutex_lock(&qw_mu);
+	qw_flag = true;
+	gmp_cond_signal(&qw_cv);
+	gmp_mutex_unlock(&qw_mu);
+	/* Compute on, with switch points for the slice's end, until the
+	 * waiter has run: never, if nothing ran it. */
+	int64_t end = gmp_nanotime() + 5000 * MS;
+	while (!atomic_load(&qw_ran) && gmp_nanotime() < end)
+		gmp_preempt_point();
+	gmp_wg_done(&qw_wg);
+}
+
+static void test_cond_quietly_woken_waiter_runs(void **s)
+{
+	(void)s;
+	for (int procs = 1; procs <= 2; procs++) {
+		tu_init(procs);
+		qw_flag = false;
+		atomic_store(&qw_ran, 0);
+		gmp_wg_add(&qw_wg, 2);
+		assert_true(gmp_go(qw_waiter, NULL) > 0);
+		assert_true(gmp_go(qw_signaller, NULL) > 0);
+		gmp_wg_wait(&qw_wg);
+		assert_int_equal(atomic_load(&qw_ran), 1);
+		assert_int_equal(gmp_shutdown(), 0);
+	}
+}
+
 /* ---- producers and consumers, timed waits racing signals ------------------------------ */
 
 enum { PC_CAP = 4 };
@@ -513,4 +725,8 @@ GMP_TEST_MAIN(cmocka_unit_test(test_cond_signal_wakes_one_fifo),
 	      cmocka_unit_test(test_cond_timed_out_waiter_does_not_eat_signal),
 	      cmocka_unit_test(test_cond_signal_skips_waiter_whose_deadline_won),
 	      cmocka_unit_test(test_cond_threads_without_runtime),
-	      cmocka_unit_test(test_cond_stress_randomized))
+	      cmocka_unit_test(test_cond_stress_randomized),
+	      cmocka_unit_test(test_cond_turns_hand_mutex_maxprocs_1),
+	      cmocka_unit_test(test_cond_turns_hand_mutex_maxprocs_2),
+	      cmocka_unit_test(test_cond_turns_do_not_shut_out_sleeper),
+	      cmocka_unit_test(test_cond_quietly_woken_waiter_runs))

@@ -2,7 +2,10 @@
  * once, ticking, dropping ticks nobody reads, stop and reset with no stale
  * value after them, free at any moment, func timers from tasks and
  * threads, select, a P retiring under its timers, foreign threads, and a
- * randomized stress. Time is what these test, so they sleep; the bounds
+ * randomized stress. Underneath: a P's heap of runtime timers through
+ * thousands of starts and stops (its invariants checked inside), the
+ * timers it runs in batches firing in deadline order, and a crowd of
+ * sleepers woken by one burst. Time is what these test, so they sleep; the bounds
  * are generous lower bounds (a timer never fires early) and far upper
  * ones. */
 #include <pthread.h>
@@ -634,6 +637,166 @@ static void test_timer_stress_randomized(void **s)
 	assert_int_equal(gmp_shutdown(), 0);
 }
 
+/* ---- the heap of runtime timers ------------------------------------------ */
+
+enum { NHEAP = 5000 };
+
+static gmp__timer heap_t[NHEAP];
+static int64_t fired_when[4 * NHEAP];
+static atomic_int nfired;
+
+/* Runs on g0, in a batch: records the deadline it fired for. */
+static void record_fire(gmp__timer *t)
+{
+	int i = atomic_fetch_add(&nfired, 1);
+	if (i < 4 * NHEAP)
+		fired_when[i] = t->when;
+}
+
+static uint64_t heap_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* Thousands of timers started on P0 and stopped in a random order, none
+ * due: after every few hundred operations the heap is checked inside
+ * (order, the slots' copies of the deadlines, the timers' positions, the
+ * lock-free earliest), and every stop of a pending timer says so once. */
+static void test_timer_heap_start_stop_many(void **s)
+{
+	(void)s;
+	tu_init(1);
+	assert_int_equal(gmp__rt_hold(false), 0);
+	gmp__p *p0 = gmp__sched.allp[0];
+	int32_t base = gmp__timers_check(p0);
+	uint64_t x = 88172645463325252ull;
+	int64_t far = gmp_nanotime() + 3600 * 1000 * MS;
+	memset(heap_t, 0, sizeof heap_t);
+	for (int i = 0; i < NHEAP; i++) {
+		heap_t[i].fn = record_fire;
+		/* Many equal deadlines too: ties must keep the order. */
+		gmp__timer_start_on(&heap_t[i],
+				    far + (int64_t)(heap_rand(&x) % 1000) * MS,
+				    p0);
+		if (i % 397 == 0)
+			assert_int_equal(gmp__timers_check(p0), base + i + 1);
+	}
+	assert_int_equal(gmp__timers_check(p0), base + NHEAP);
+	/* A random order of stops, half of them, then the rest. */
+	int order[NHEAP];
+	for (int i = 0; i < NHEAP; i++)
+		order[i] = i;
+	for (int i = NHEAP - 1; i > 0; i--) {
+		int j = (int)(heap_rand(&x) % (uint64_t)(i + 1));
+		int tmp = order[i];
+		order[i] = order[j];
+		order[j] = tmp;
+	}
+	for (int k = 0; k < NHEAP; k++) {
+		assert_true(gmp__timer_stop(&heap_t[order[k]]));
+		assert_false(gmp__timer_stop(&heap_t[order[k]]));
+		if (k % 251 == 0 || k == NHEAP / 2)
+			assert_int_equal(gmp__timers_check(p0),
+					 base + NHEAP - k - 1);
+	}
+	assert_int_equal(gmp__timers_check(p0), base);
+	assert_int_equal(atomic_load(&nfired), 0);
+	gmp__rt_release();
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* Thousands of timers due within a few milliseconds of each other, a
+ * quarter of them periodic, all started before the first is due: the
+ * scheduler runs them in batches, and they fire in deadline order (one P,
+ * so one heap and one runner at a time), each deadline reached. */
+static void test_timer_heap_fires_in_deadline_order(void **s)
+{
+	(void)s;
+	tu_init(1);
+	gmp__p *p0 = gmp__sched.allp[0];
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	/* All must be in the heap before the first is due, or one added
+	 * late could rightly fire before one that fired already: a slow host
+	 * (a sanitizer, qemu) gets a longer lead, and another try. */
+	int64_t lead = 50 * MS * tu_host_slowdown(), start = 0;
+	for (bool clean = false; !clean; lead *= 4) {
+		assert_int_equal(gmp__rt_hold(false), 0);
+		atomic_store(&nfired, 0);
+		memset(heap_t, 0, sizeof heap_t);
+		start = gmp_nanotime() + lead;
+		for (int i = 0; i < NHEAP; i++) {
+			heap_t[i].fn = record_fire;
+			heap_t[i].period = i % 4 == 0 ? 2 * MS : 0;
+			gmp__timer_start_on(
+				&heap_t[i],
+				start + (int64_t)(heap_rand(&x) % (5 * MS)),
+				p0);
+		}
+		clean = gmp_nanotime() < start;
+		gmp__timers_check(p0);
+		gmp__rt_release();
+		/* Every one-shot timer, and the periodic ones at least
+		 * once. */
+		TU_WAIT_FOR(atomic_load(&nfired) >= NHEAP + NHEAP / 4);
+		assert_int_equal(gmp__rt_hold(false), 0);
+		int periodic = 0;
+		for (int i = 0; i < NHEAP; i++)
+			periodic += gmp__timer_stop(&heap_t[i]);
+		assert_int_equal(periodic, NHEAP / 4);
+		gmp__timers_check(p0);
+		gmp__rt_release();
+	}
+	/* The periodic ones go on firing until stopped; the record keeps
+	 * the first 4 * NHEAP. */
+	int n = atomic_load(&nfired);
+	if (n > 4 * NHEAP)
+		n = 4 * NHEAP;
+	assert_true(fired_when[0] >= start);
+	for (int i = 1; i < n; i++)
+		if (fired_when[i] < fired_when[i - 1])
+			fail_msg(
+				"fire %d was due at %lld, before fire %d's %lld",
+				i, (long long)fired_when[i], i - 1,
+				(long long)fired_when[i - 1]);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* ---- a crowd of sleepers woken by one burst --------------------------------- */
+
+enum { NCROWD = 2000 };
+
+static int64_t crowd_deadline;
+static atomic_int crowd_early;
+static gmp_wg crowd_wg = GMP_WG_INIT;
+
+static void crowd_task(void *arg)
+{
+	(void)arg;
+	gmp_sleep(crowd_deadline - gmp_nanotime());
+	if (gmp_nanotime() < crowd_deadline)
+		atomic_fetch_add(&crowd_early, 1);
+	gmp_wg_done(&crowd_wg);
+}
+
+/* Sleepers that all end at the same moment are readied by the same runs
+ * of their Ps' timers, many per batch: every one wakes, none early. */
+static void test_timer_crowd_of_sleepers(void **s)
+{
+	(void)s;
+	tu_init(2);
+	crowd_deadline = gmp_nanotime() + 100 * MS;
+	gmp_wg_add(&crowd_wg, NCROWD);
+	for (int i = 0; i < NCROWD; i++)
+		assert_true(gmp_go(crowd_task, NULL) > 0);
+	gmp_wg_wait(&crowd_wg);
+	assert_true(gmp_nanotime() >= crowd_deadline);
+	assert_int_equal(atomic_load(&crowd_early), 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 GMP_TEST_MAIN(cmocka_unit_test(test_timer_fire_once),
 	      cmocka_unit_test(test_timer_bad_arguments),
 	      cmocka_unit_test(test_timer_tick),
@@ -648,4 +811,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_timer_fire_once),
 	      cmocka_unit_test(test_timer_survives_p_retiring),
 	      cmocka_unit_test(test_timer_foreign_threads),
 	      cmocka_unit_test(test_timer_pending_at_shutdown),
-	      cmocka_unit_test(test_timer_stress_randomized))
+	      cmocka_unit_test(test_timer_stress_randomized),
+	      cmocka_unit_test(test_timer_heap_start_stop_many),
+	      cmocka_unit_test(test_timer_heap_fires_in_deadline_order),
+	      cmocka_unit_test(test_timer_crowd_of_sleepers))
