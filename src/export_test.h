@@ -74,6 +74,10 @@ void gmp__madvise_self_pidfd_set(int fd);
 const char *gmp__preempt_off_reason(void);
 bool gmp__detached(void);
 void gmp__preempt_force_barrier(int kind);
+/* The length of a time slice from the next gmp_init on (0: the default,
+ * 10 ms), for tests of what happens within one slice on hosts (TSan) too
+ * slow to finish it in 10 ms. Call it only while the runtime is off. */
+void gmp__preempt_set_slice(int64_t ns);
 
 /* timer.c: checks p's heap (p's timer lock taken): the heap order, each
  * slot's copy of its timer's deadline, each timer's idx and p, and the

@@ -29,6 +29,15 @@ static struct {
 	uint64_t rand;   /* sysmon's random state (randomize) */
 } pre = { .forced = -1 };
 
+/* tests: gmp__preempt_set_slice; 0 is the default. Read by sysmon while
+ * it runs: set it only while the runtime is off. */
+static int64_t slice_forced;
+
+void gmp__preempt_set_slice(int64_t ns)
+{
+	slice_forced = ns;
+}
+
 void gmp__preempt_init(void)
 {
 	pre.barrier = BARRIER_NONE;
@@ -99,6 +108,8 @@ static uint32_t sysmon_rand(void)
 
 int64_t gmp__preempt_slice(void)
 {
+	if (GMP__UNLIKELY(slice_forced))
+		return slice_forced;
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		return 20 * 1000 + (int64_t)(sysmon_rand() % 500) * 1000;
 	return 10 * 1000 * 1000;
