@@ -42,7 +42,11 @@ static void fifo_wait(int id)
 	gmp_mutex_lock(&fifo_mu);
 	gmp_cond_wait(&fifo_cv, &fifo_mu);
 	T_ASSERT(mutex_held(&fifo_mu));
-	atomic_store(&fifo_order[atomic_fetch_add(&fifo_n, 1)], id);
+	/* The slot first, then the count the test waits for (we hold the
+	 * mutex, so no other waiter writes either meanwhile). */
+	int n = atomic_load(&fifo_n);
+	atomic_store(&fifo_order[n], id);
+	atomic_store(&fifo_n, n + 1);
 	gmp_mutex_unlock(&fifo_mu);
 }
 

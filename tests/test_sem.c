@@ -119,7 +119,12 @@ static void fifo_acquire(int id)
 				 &fifo_sem, gmp_nanotime() + 100 * SEC) == 0);
 	else
 		gmp_sem_acquire(&fifo_sem);
-	atomic_store(&fifo_order[atomic_fetch_add(&fifo_n, 1)], id);
+	/* The slot first, then the count the test waits for; one waiter at
+	 * a time gets here (the test releases one unit, then waits for the
+	 * count). */
+	int n = atomic_load(&fifo_n);
+	atomic_store(&fifo_order[n], id);
+	atomic_store(&fifo_n, n + 1);
 }
 
 static void fifo_task(void *arg)
