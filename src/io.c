@@ -19,8 +19,9 @@
  *
  * Blocking or non-blocking? design.md §8 says: on a non-blocking descriptor,
  * try and park on EAGAIN; on a blocking one, run the plain call inside
- * gmp_enter_syscall/gmp_exit_syscall. We never ask (an fcntl per call) and
- * never trust a cache of O_NONBLOCK to decide whether a call may block:
+ * gmp_enter_syscall/gmp_exit_syscall. We never ask before a call (an fcntl
+ * per call) and never trust a cache of O_NONBLOCK to decide whether a call
+ * may block:
  *
  *   On a socket, every attempt is first made with MSG_DONTWAIT, which
  *   cannot block whatever the descriptor's flag says. So it needs no
@@ -32,10 +33,11 @@
  *   succeeds, the plain call would have returned the same. When it finds
  *   nothing to do (EAGAIN), the descriptor's hint says whether the socket
  *   is known to be non-blocking (gmp__pd_nonblock): then we wait for
- *   readiness; if not, the plain call follows in the bracket, and it
- *   either blocks, as the program asked of a blocking socket (honouring
- *   SO_RCVTIMEO and the like), or says EAGAIN again, which proves the
- *   socket non-blocking and sets the hint.
+ *   readiness. If the hint is not set, one fcntl(F_GETFL), which cannot
+ *   block, asks the descriptor: O_NONBLOCK sets the hint and we wait; a
+ *   blocking socket gets the plain call in the bracket, and it blocks, as
+ *   the program asked (honouring SO_RCVTIMEO and the like), or says
+ *   EAGAIN, which proves the socket non-blocking and sets the hint.
  *
  *   Anything else (a pipe, a terminal, a file without the ring) has no
  *   such flag: a task makes every attempt inside the syscall bracket. On
@@ -222,6 +224,20 @@ static inline bool nb_first(const struct io *io, int flags)
 	return !(flags & MSG_WAITALL) || gmp__pd_nonblock(io->pd);
 }
 
+/* The attempt found nothing to do and the hint is not set: whether the
+ * socket is non-blocking now, asked of the descriptor (F_GETFL cannot
+ * block, so it needs no bracket); if so, the hint is set. Once per file
+ * on a non-blocking socket (a socketpair, a socket the program made and
+ * connected itself); on a blocking one, once per call that will block. */
+static __attribute__((noinline)) bool probe_nonblock(const struct io *io)
+{
+	int fl = fcntl(io->fd, F_GETFL);
+	if (fl < 0 || !(fl & O_NONBLOCK))
+		return false; /* the plain call follows, and answers */
+	gmp__pd_set_nonblock(io->pd);
+	return true;
+}
+
 /* After a call that cannot block returned r on a socket: whether r is the
  * attempt's answer, or the plain call must follow in the bracket (it
  * found nothing to do and the socket is not known to be non-blocking;
@@ -230,7 +246,7 @@ static inline bool nb_first(const struct io *io, int flags)
 static inline bool nb_final(const struct io *io, ssize_t r, int flags)
 {
 	return r != -EAGAIN || (flags & MSG_DONTWAIT) ||
-	       gmp__pd_nonblock(io->pd);
+	       gmp__pd_nonblock(io->pd) || probe_nonblock(io);
 }
 
 /* The plain call in the bracket answered r: EAGAIN without MSG_DONTWAIT

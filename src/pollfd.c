@@ -394,10 +394,13 @@ int gmp__pd_kind(const gmp__pd *pd)
 	return (int)(gmp__load32_rlx(&pd->kind) & PD_KIND_MASK);
 }
 
+/* A kind learned anew also drops the non-blocking hint: a kind found wrong
+ * means a new file behind the number (a socket where a pipe was), whose
+ * flag nobody has seen yet; the next call that finds nothing to do asks
+ * again (io.c's probe_nonblock). */
 void gmp__pd_set_kind(gmp__pd *pd, int kind)
 {
-	uint32_t v = gmp__load32_rlx(&pd->kind);
-	gmp__store32_rlx(&pd->kind, (v & ~PD_KIND_MASK) | (uint32_t)kind);
+	gmp__store32_rlx(&pd->kind, (uint32_t)kind);
 }
 
 bool gmp__pd_nonblock(const gmp__pd *pd)
