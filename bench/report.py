@@ -105,7 +105,8 @@ def cells(row, runs):
             met = "yes" if ok else "NO"
     ccell = "FAILED"
     if cm is not None:
-        ccell = fmt(cm) + (" (floor)" if row.twin == "floor" else "")
+        ccell = fmt(cm) + (" (floor)" if row.twin in ("floor", "yard")
+                           else "")
     tcell = "-"
     if tm is not None:
         tcell = fmt(tm) + {"boost": " (Boost)", "nginx": " (nginx)"}.get(

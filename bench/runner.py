@@ -362,12 +362,16 @@ class Runner:
                 return self.exe("bench/echo") and self.exe("examples/echo_server")
             if cfg.twin == "floor":
                 return self.exe("bench/echo") and self.exe("bench/floor/echo_floor")
+            if cfg.twin == "yard":
+                return self.exe("bench/floor/" + cfg.name)
             return self.exe("bench/" + cfg.name)
         if cfg.twin in ("echo", "floor"):
             return (bool(self.go) and self.exe("bench/echo")
                     and self.exe("bench/go/echo"))
         if cfg.twin == "go":
             return bool(self.go) and self.exe("bench/go/" + cfg.name)
+        if cfg.twin == "yard":
+            return bool(self.go) and self.exe("bench/go/" + cfg.go)
         if cfg.twin == "boost":
             return self.exe("bench/boost/switch_boost")
         return False
@@ -382,9 +386,12 @@ class Runner:
                 "nginx" if cfg.twin == "nginx" else "go")
             return self.run_http(server, flags)
         if side == "c":
-            prog = "bench/" + cfg.name
+            prog = ("bench/floor/" if cfg.twin == "yard" else "bench/") + \
+                cfg.name
         elif cfg.twin == "go":
             prog = "bench/go/" + cfg.name
+        elif cfg.twin == "yard":
+            prog = "bench/go/" + cfg.go
         else:
             prog = "bench/boost/switch_boost"
         return run_prog([self.build + "/" + prog] + flags, self.opts.timeout)

@@ -21,6 +21,10 @@ to the C program (DIR/bench/<name>) and to its twin, which is one of
            --duration=S --warmup=S. Figures: wrk's requests/s and p99, and
            the server's CPU time per request. The twin column is nginx's.
     gohttp the same against Go's net/http (DIR/bench/go/http)
+    yard   a yardstick with no runtime in place of our program:
+           DIR/bench/floor/<name> against the Go program DIR/bench/go/<go>
+           (rwmutex_floor: the least that Go's RWMutex algorithm costs a
+           reader, two atomic adds on a shared line, vs Go's RWMutex)
     none   no twin: a C-only row, whose program compares two ways of doing
            the same thing itself (deadline_churn: with and without
            deadlines, alternating in one process) and reports the ratio
@@ -45,8 +49,9 @@ class Config(NamedTuple):
     configuration: str  # the table's words for it (the full run's sizes)
     full: str  # flags for a full run
     quick: str  # flags for --quick
-    twin: str  # go, boost, echo, floor, nginx, gohttp or none
+    twin: str  # go, boost, echo, floor, nginx, gohttp, yard or none
     figures: tuple
+    go: Optional[str] = None  # yard: the Go program the yardstick faces
 
 
 LOW, HIGH = "low", "high"
@@ -93,6 +98,11 @@ SUITE = (
     Config("rwmutex_read", "procs=2, 4 tasks x 1M read locks",
            "--procs=2 --n=1000000", "--procs=2 --n=100000", "go",
            (Figure("ns_per_op", LOW, "C/Go <= 0.8"),)),
+    # rwmutex_read's C/Go cannot go below this row's: the count's line
+    # moves between the CPUs at every add, on either side.
+    Config("rwmutex_floor", "the same, two atomic adds a pass, no lock",
+           "--procs=2 --n=1000000", "--procs=2 --n=100000", "yard",
+           (Figure("ns_per_op", LOW),), go="rwmutex_read"),
     Config("rwmutex_mixed", "procs=2, 4 tasks x 1M, 10% writes",
            "--procs=2 --n=1000000", "--procs=2 --n=100000", "go",
            (Figure("ns_per_op", LOW),)),
