@@ -13,6 +13,7 @@
 #include <linux/futex.h>
 #include <stdbool.h>
 
+#include "export_test.h"
 #include "gmp_test.h"
 
 /* glibc declares __errno_location const, so a compiler may keep errno's
@@ -297,9 +298,15 @@ static void errno_futex_waiter(void *arg)
 static void errno_after_slow_exit(bool block)
 {
 	struct errno_case ec = { .block = block };
+	/* A slice longer than the case: on a slow host (TSan) the spinner
+	 * could otherwise run past 10 ms between two switch points, and
+	 * sysmon would detach its P and hand it to the idle waiter's thread,
+	 * which would then resume the waiter where it left. */
+	gmp__preempt_set_slice(10 * 1000 * MS);
 	tu_init(1);
 	assert_true(gmp_go(errno_futex_waiter, &ec) > 0);
 	assert_int_equal(gmp_shutdown(), 0);
+	gmp__preempt_set_slice(0);
 	assert_int_equal(ec.r, -1);
 	assert_int_equal(ec.err, ETIMEDOUT);
 	assert_int_equal(atomic_load(&ec.poisoned), 0);
