@@ -8,8 +8,10 @@
  * rwmutex_read: total / (4 n).
  *
  * With the count's cache line moving between the CPUs at every add, this
- * is how fast any implementation of that algorithm can take the read lock
- * here, so rwmutex_read's C/Go ratio cannot go below this row's. */
+ * is what that algorithm costs while both CPUs take the lock all the time:
+ * a lock built on one shared reader count gets below it only where its
+ * readers contend less (fewer of them on the CPUs at once), not by doing
+ * less per pass. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
