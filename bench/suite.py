@@ -23,7 +23,7 @@ to the C program (DIR/bench/<name>) and to its twin, which is one of
     gohttp the same against Go's net/http (DIR/bench/go/http)
     yard   a yardstick with no runtime in place of our program:
            DIR/bench/floor/<name> against the Go program DIR/bench/go/<go>
-           (rwmutex_floor: the least that Go's RWMutex algorithm costs a
+           (rwmutex_floor: the work Go's RWMutex algorithm gives a
            reader, two atomic adds on a shared line, vs Go's RWMutex)
     none   no twin: a C-only row, whose program compares two ways of doing
            the same thing itself (deadline_churn: with and without

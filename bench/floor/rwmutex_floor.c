@@ -1,8 +1,8 @@
 /* bench=rwmutex_floor: the yardstick for bench/rwmutex_read. No runtime
  * and no lock: --procs threads share the same 4 n read-side passes, each
- * pass being exactly what Go's RWMutex algorithm costs a reader at the
- * least, one atomic add of +1 to a shared reader count, a read of the
- * shared value, one atomic add of -1. Both adds are full barriers, as a
+ * pass being exactly the work Go's RWMutex algorithm gives a reader: one
+ * atomic add of +1 to a shared reader count, a read of the shared value,
+ * one atomic add of -1. Both adds are full barriers, as a
  * read lock's acquire and a read unlock's release are on x86 (lock xadd)
  * and as ours are (rwmutex.c). ns_per_op is the wall time per pair, as in
  * rwmutex_read: total / (4 n).
@@ -13,14 +13,10 @@
  * readers contend less (fewer of them on the CPUs at once), not by doing
  * less per pass. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "atomic.h"
+#include "benchutil.h"
 
 enum { NPASSES = 4, MAXTHREADS = 64 };
 
@@ -52,59 +48,29 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static long long arg_value(const char *a, const char *key, long long def)
-{
-	size_t k = strlen(key);
-	if (strncmp(a, key, k) != 0)
-		return def;
-	char *end;
-	errno = 0;
-	long long v = strtoll(a + k, &end, 10);
-	if (errno || *end || v <= 0) {
-		fprintf(stderr, "rwmutex_floor: bad %s\n", a);
-		exit(2);
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
-	long long procs = 2, n = 1000000;
-	for (int i = 1; i < argc; i++) {
-		if (strncmp(argv[i], "--procs=", 8) == 0)
-			procs = arg_value(argv[i], "--procs=", procs);
-		else if (strncmp(argv[i], "--n=", 4) == 0)
-			n = arg_value(argv[i], "--n=", n);
-		else {
-			fprintf(stderr, "usage: rwmutex_floor [--procs=P] "
-					"[--n=N]\n");
-			return 2;
-		}
-	}
+	bench_args a = bench_parse(argc, argv, 2, 1000000);
+	long long procs = a.procs, n = a.n;
 	if (procs > MAXTHREADS || (NPASSES * n) % procs) {
-		fprintf(stderr, "rwmutex_floor: --procs must divide %d n and "
-				"be at most %d\n",
+		fprintf(stderr,
+			"rwmutex_floor: --procs must divide %d n and "
+			"be at most %d\n",
 			NPASSES, MAXTHREADS);
 		return 2;
 	}
 	per_thread = NPASSES * n / procs;
 	static struct worker ws[MAXTHREADS];
-	long long t0 = now_ns();
+	int64_t t0 = bench_now_ns();
 	for (long long i = 0; i < procs; i++)
 		if (pthread_create(&ws[i].t, NULL, reader, &ws[i])) {
-			fprintf(stderr, "rwmutex_floor: pthread_create failed\n");
+			fprintf(stderr,
+				"rwmutex_floor: pthread_create failed\n");
 			return 1;
 		}
 	for (long long i = 0; i < procs; i++)
 		pthread_join(ws[i].t, NULL);
-	long long t1 = now_ns();
+	int64_t t1 = bench_now_ns();
 	for (long long i = 0; i < procs; i++)
 		if (ws[i].sum != per_thread) {
 			fprintf(stderr, "rwmutex_floor: sum %lld, want %lld\n",
