@@ -80,7 +80,7 @@
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define IO_RAW 0
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||   \
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||     \
 	__has_feature(memory_sanitizer)
 #define IO_RAW 0
 #endif
@@ -196,8 +196,8 @@ static inline ssize_t nb_sendto(int fd, const void *buf, size_t n, int flags,
 static inline ssize_t nb_recvmsg(int fd, struct msghdr *m, int flags)
 {
 #if IO_RAW
-	return gmp__ctx_syscall6(SYS_recvmsg, fd, (long)m,
-				 flags | MSG_DONTWAIT, 0, 0, 0);
+	return gmp__ctx_syscall6(SYS_recvmsg, fd, (long)m, flags | MSG_DONTWAIT,
+				 0, 0, 0);
 #else
 	ssize_t r = recvmsg(fd, m, flags | MSG_DONTWAIT);
 	return r < 0 ? -gmp__errno_get() : r;
@@ -207,8 +207,8 @@ static inline ssize_t nb_recvmsg(int fd, struct msghdr *m, int flags)
 static inline ssize_t nb_sendmsg(int fd, const struct msghdr *m, int flags)
 {
 #if IO_RAW
-	return gmp__ctx_syscall6(SYS_sendmsg, fd, (long)m,
-				 flags | MSG_DONTWAIT, 0, 0, 0);
+	return gmp__ctx_syscall6(SYS_sendmsg, fd, (long)m, flags | MSG_DONTWAIT,
+				 0, 0, 0);
 #else
 	ssize_t r = sendmsg(fd, m, flags | MSG_DONTWAIT);
 	return r < 0 ? -gmp__errno_get() : r;

@@ -29,8 +29,9 @@ static struct {
 	uint64_t rand;   /* sysmon's random state (randomize) */
 } pre = { .forced = -1 };
 
-/* tests: gmp__preempt_set_slice; 0 is the default. Read by sysmon while
- * it runs: set it only while the runtime is off. */
+/* tests: gmp__preempt_set_slice; 0 is the default. A plain variable: it is
+ * written only while the runtime is off, and read by sysmon, whose thread
+ * gmp_init creates afterwards (pthread_create orders the write before). */
 static int64_t slice_forced;
 
 void gmp__preempt_set_slice(int64_t ns)
