@@ -658,7 +658,8 @@ GMP_EXTERN int gmp_close(int fd);
  * in when it unlocks, before the next writer. Not tied to a task, not
  * recursive (a reader that read-locks again while a writer waits
  * deadlocks, as in Go). Uncontended rlock and runlock are one atomic
- * operation each. */
+ * operation each; read locks that contend move off the shared word onto
+ * the caller's P, so readers on different cores do not slow each other. */
 typedef struct gmp_rwmutex {
 	uint64_t opaque_[3];
 } gmp_rwmutex;

@@ -88,6 +88,25 @@ static inline uint32_t gmp__add32_full(volatile uint32_t *p, int32_t d)
 	return AO_int_fetch_and_add_full(GMP__AO32(p), (unsigned)d);
 }
 
+/* The load half of a Dekker pair: a load that stays after this thread's
+ * earlier _full RMWs, so that of two threads that each do a _full RMW on
+ * one variable and then this load of the other's, at least one sees the
+ * other's write. AO has no sequentially consistent load; its acquire load
+ * is that instruction on both our targets (MOV on x86-64, which a locked
+ * RMW already orders; LDAR on arm64, which the architecture keeps after an
+ * earlier STLR/STLXR). A compiler allowed to use RCpc's LDAPR for acquire
+ * loads would break that, so there it gets a full fence first. */
+#if defined(__aarch64__) && defined(__ARM_FEATURE_RCPC)
+#define GMP__SC_LOAD_FENCE() AO_nop_full()
+#else
+#define GMP__SC_LOAD_FENCE() ((void)0)
+#endif
+static inline uint32_t gmp__load32_sc(const volatile uint32_t *p)
+{
+	GMP__SC_LOAD_FENCE();
+	return AO_int_load_acquire((const volatile unsigned *)p);
+}
+
 /* ---- 64-bit ------------------------------------------------------------ */
 static inline uint64_t gmp__load64_rlx(const volatile uint64_t *p)
 {
@@ -127,6 +146,16 @@ static inline uint64_t gmp__add64_rlx(volatile uint64_t *p, int64_t d)
 static inline uint64_t gmp__add64_full(volatile uint64_t *p, int64_t d)
 {
 	return AO_fetch_and_add_full(GMP__AO64(p), (AO_t)d);
+}
+static inline void gmp__or64_full(volatile uint64_t *p, uint64_t bits)
+{
+	AO_or_full(GMP__AO64(p), (AO_t)bits);
+}
+/* As gmp__load32_sc. */
+static inline uint64_t gmp__load64_sc(const volatile uint64_t *p)
+{
+	GMP__SC_LOAD_FENCE();
+	return AO_load_acquire((const volatile AO_t *)p);
 }
 
 /* ---- pointers ---------------------------------------------------------- */

@@ -65,6 +65,19 @@ int gmp__cgroup_cpu_limit_from(const char *cgroup, const char *mountinfo);
  * makes it fail with -EBADF); INT_MIN restores the default. */
 void gmp__madvise_self_pidfd_set(int fd);
 
+/* rwmutex.c: how many reader slots hold rw now (one pass, not a
+ * snapshot); and, when set, trylock skips its look at the slots before
+ * announcing itself, so that a test can make it find readers only after
+ * (the path where it leaves the unlock to them). */
+int32_t gmp__rwmutex_slot_readers(gmp_rwmutex *rw);
+extern bool gmp__rwmutex_prescan_off;
+/* Turns reader slots on (if no writer is pending), as contended read
+ * locks would. */
+void gmp__rwmutex_slots_on(gmp_rwmutex *rw);
+/* When set, writers leave slots as they found them (on stays on), so that
+ * a test exercises the slot paths under writers all along. */
+extern bool gmp__rwmutex_keep_slots;
+
 /* preempt.c: why sysmon does not detach Ps from tasks that run past their
  * slice (GMP_PREEMPT=off, or no barrier), or NULL when it does; whether
  * the task calling it is detached right now (a read, which does not enter

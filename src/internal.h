@@ -168,6 +168,9 @@ struct gmp_g {
 	void *asan_fake_stack;
 	uintptr_t asan_low; /* lowest live frame when the task died */
 	void *tsan_fiber;
+	/* Where this task's last read lock went (rwmutex.c): the rwmutex's
+	 * address << 16 | its reader slot's index + 1, or 0. Owner. */
+	uint64_t rwrec;
 };
 
 /* ------------------------------------------------------------------------
@@ -208,6 +211,7 @@ struct gmp__m {
 	 * thread (preempt.c). Owner. */
 	gmp_g *volatile lockedg;
 	uint32_t locked_ext;
+	uint32_t rwnote; /* rwmutex.c: contended read locks seen; owner */
 	bool locked_int;
 
 	/* gmp_park's arguments, consumed by park_m on g0. */

@@ -5,19 +5,29 @@
  * ready state: an unlocked rwmutex, a once not yet done, a cond with
  * nobody waiting, a semaphore with count 0.
  *
- * gmp_rwmutex (rwmutex.c), Go's sync.RWMutex:
+ * gmp_rwmutex (rwmutex.c), Go's sync.RWMutex, with reader slots:
  *   w             a gmp_mutex that writers hold from lock to unlock, so
  *                 that only one writer at a time deals with the readers
  *   writer_sem    the runtime semaphore the writer sleeps on while the
  *                 readers it found finish
  *   reader_sem    the runtime semaphore readers sleep on while a writer
  *                 is pending or holds the lock
- *   reader_count  atomic, read as int32: the readers in (holding or
- *                 waiting to hold the read lock), minus MAX_READERS while
- *                 a writer is pending or holds the lock
+ *   reader_count  atomic, read as int32, four fields (GMP__RW_*):
+ *                 bits 0-23   the readers counted here (in, or queued
+ *                             behind a writer), as opposed to those on
+ *                             reader slots
+ *                 bits 24-27  read locks that found another reader
+ *                             counted here, while slots are off: the
+ *                             sixteenth carries into
+ *                 bit 28      slots on: readers take reader slots
+ *                 and minus GMP__RW_WRITER (2^30) while a writer is
+ *                 pending or holds the lock, which makes the whole
+ *                 negative
  *   reader_wait   atomic, read as int32: the readers a pending writer
- *                 still waits for (it may dip below zero for a moment, see
- *                 rwmutex.c)
+ *                 still waits for (it may dip below zero for a moment);
+ *                 GMP__RW_HELD plus a few bits for its unlock while a
+ *                 writer holds the lock; GMP__RW_ABANDONED plus that
+ *                 count after a trylock that gave way (rwmutex.c)
  *
  * gmp_once (once.c):
  *   done   atomic: 1 once fn has returned
@@ -93,6 +103,14 @@ GMP__SYNC_FITS(gmp__once_words, gmp_once);
 GMP__SYNC_FITS(gmp__cond_words, gmp_cond);
 GMP__SYNC_FITS(gmp__sem_words, gmp_sem);
 #undef GMP__SYNC_FITS
+
+#define GMP__RW_NMASK ((1 << 24) - 1)
+#define GMP__RW_HOT (1 << 24)
+#define GMP__RW_HMASK (15 << 24)
+#define GMP__RW_SLOTS (1 << 28)
+#define GMP__RW_WRITER (1 << 30)
+#define GMP__RW_HELD (-(1 << 30))
+#define GMP__RW_ABANDONED (1 << 29)
 
 static inline gmp__rwmutex_words *gmp__rwmutex_words_of(gmp_rwmutex *rw)
 {

@@ -78,6 +78,7 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	g->saved_errno = 0;
 	g->waitreason = GMP__WAIT_NONE;
 	g->param = NULL;
+	g->rwrec = 0;
 	/* Not running yet, so inside the runtime (preempt.h), as every G
 	 * that is not running is: a new one since malg, a dead one since its
 	 * goexit1 entered for good. (Its detach word is NONE, but for a

@@ -5,8 +5,9 @@
  * under GMP_DEBUG=randomize. Misuse (runlock and unlock of what is not
  * locked that way) is in test_misuse.c.
  *
- * The tests look inside through sync.h (the reader count, and how many
- * sleep on each semaphore) to know when someone is really asleep. */
+ * The tests look inside through sync.h and export_test.h (the reader
+ * count, the reader slots, and how many sleep on each semaphore) to know
+ * where a reader is counted and when someone is really asleep. */
 #include <pthread.h>
 
 #include "gmp_test.h"
@@ -27,10 +28,31 @@ static uint32_t writers_asleep(gmp_rwmutex *rw)
 	return gmp__sema_nwaiters(&words(rw)->writer_sem);
 }
 
+/* Readers in: those counted in the word and those on reader slots. */
+static int32_t readers_in(gmp_rwmutex *rw)
+{
+	uint32_t c = gmp__load32_rlx(&words(rw)->reader_count);
+	return ((int32_t)c >= 0 ? (int32_t)(c & GMP__RW_NMASK) : 0) +
+	       gmp__rwmutex_slot_readers(rw);
+}
+
+static bool slots_on(gmp_rwmutex *rw)
+{
+	return gmp__load32_rlx(&words(rw)->reader_count) & GMP__RW_SLOTS;
+}
+
+/* Free: every word zero but the reader count's slots and contention
+ * fields, which outlive the readers; no slot holds it. */
 static void assert_idle(gmp_rwmutex *rw)
 {
+	gmp__rwmutex_words copy = *words(rw);
+	assert_int_equal(copy.reader_count &
+				 ~(uint32_t)(GMP__RW_SLOTS | GMP__RW_HMASK),
+			 0);
+	copy.reader_count = 0;
 	gmp_rwmutex zero = GMP_RWMUTEX_INIT;
-	assert_memory_equal(rw, &zero, sizeof zero);
+	assert_memory_equal(&copy, &zero, sizeof zero);
+	assert_int_equal(gmp__rwmutex_slot_readers(rw), 0);
 }
 
 /* ---- readers overlap ---------------------------------------------------- */
@@ -137,8 +159,11 @@ static void *exclusion_thread(void *arg)
 }
 
 static void exclusion(int procs, bool randomize, int ntasks, int nthreads,
-		      int iters)
+		      int iters, bool slots)
 {
+	if (slots)
+		gmp__rwmutex_slots_on(&ex_rw);
+	gmp__rwmutex_keep_slots = slots;
 	ex_iters = iters;
 	ex_value = 0;
 	atomic_store(&ex_maxreaders, 0);
@@ -160,18 +185,21 @@ static void exclusion(int procs, bool randomize, int ntasks, int nthreads,
 	assert_int_equal(gmp_shutdown(), 0);
 	assert_idle(&ex_rw);
 	assert_true(ex_value > 0);
+	if (slots)
+		assert_true(slots_on(&ex_rw));
+	gmp__rwmutex_keep_slots = false;
 }
 
 static void test_rwmutex_writer_excludes_all_maxprocs_1(void **s)
 {
 	(void)s;
-	exclusion(1, false, 8, 0, TU_SCALE(100000));
+	exclusion(1, false, 8, 0, TU_SCALE(100000), false);
 }
 
 static void test_rwmutex_writer_excludes_all_maxprocs_4(void **s)
 {
 	(void)s;
-	exclusion(4, false, 8, 2, TU_SCALE(100000));
+	exclusion(4, false, 8, 2, TU_SCALE(100000), true);
 	/* Whether readers overlapped here depends on timing (a sanitizer's
 	 * slow-down can serialise them); readers_overlap checks it with a
 	 * latch. Reported, not asserted. */
@@ -182,7 +210,7 @@ static void test_rwmutex_writer_excludes_all_maxprocs_4(void **s)
 static void test_rwmutex_stress_randomized(void **s)
 {
 	(void)s;
-	exclusion(2, true, 12, 2, TU_SCALE(100000));
+	exclusion(2, true, 12, 2, TU_SCALE(100000), true);
 }
 
 /* ---- writer preference ------------------------------------------------------ */
@@ -225,7 +253,7 @@ static void test_rwmutex_writer_preference(void **s)
 	(void)s;
 	tu_init(2);
 	assert_true(gmp_go(pref_reader1, NULL) > 0);
-	TU_WAIT_FOR(gmp__load32_rlx(&words(&pref_rw)->reader_count) == 1);
+	TU_WAIT_FOR(readers_in(&pref_rw) == 1);
 	assert_true(gmp_go(pref_writer, NULL) > 0);
 	/* The writer waits for reader 1. */
 	TU_WAIT_FOR(writers_asleep(&pref_rw) == 1);
@@ -357,6 +385,350 @@ static void test_rwmutex_try(void **s)
 	assert_idle(&try_rw);
 }
 
+/* ---- where readers are counted -------------------------------------------- */
+
+/* A task's read lock goes on a reader slot, not into the shared word; a
+ * second one held at once goes into the word; a writer takes the slot
+ * over (the reader is then counted in the word) and waits for it. */
+static gmp_rwmutex sl_rw = GMP_RWMUTEX_INIT, sl_rw2 = GMP_RWMUTEX_INIT;
+static atomic_int sl_step, sl_writer_in;
+
+static void slot_reader(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex_rlock(&sl_rw);
+	T_ASSERT(gmp__rwmutex_slot_readers(&sl_rw) == 1);
+	T_ASSERT(gmp__load32_rlx(&words(&sl_rw)->reader_count) ==
+		 GMP__RW_SLOTS);
+	gmp_rwmutex_rlock(&sl_rw2); /* the task's one record is taken */
+	T_ASSERT(gmp__load32_rlx(&words(&sl_rw2)->reader_count) ==
+		 GMP__RW_SLOTS + 1);
+	T_ASSERT(gmp__rwmutex_slot_readers(&sl_rw2) == 0);
+	gmp_rwmutex_runlock(&sl_rw2);
+	atomic_store(&sl_step, 1);
+	TU_WAIT_FOR(atomic_load(&sl_step) == 2);
+	gmp_rwmutex_runlock(&sl_rw);
+}
+
+static void slot_writer(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex_lock(&sl_rw);
+	atomic_store(&sl_writer_in, 1);
+	gmp_rwmutex_unlock(&sl_rw);
+}
+
+static void test_rwmutex_readers_on_slots(void **s)
+{
+	(void)s;
+	gmp__rwmutex_slots_on(&sl_rw);
+	gmp__rwmutex_slots_on(&sl_rw2);
+	tu_init(2);
+	assert_true(gmp_go(slot_reader, NULL) > 0);
+	TU_WAIT_FOR(atomic_load(&sl_step) == 1);
+	assert_true(gmp_go(slot_writer, NULL) > 0);
+	TU_WAIT_FOR(writers_asleep(&sl_rw) == 1);
+	/* The writer took the reader's slot and counts it in the word. */
+	assert_int_equal(gmp__rwmutex_slot_readers(&sl_rw), 0);
+	assert_int_equal(gmp__load32_rlx(&words(&sl_rw)->reader_count),
+			 (uint32_t)(-GMP__RW_WRITER + GMP__RW_SLOTS + 1));
+	assert_int_equal(atomic_load(&sl_writer_in), 0);
+	atomic_store(&sl_step, 2);
+	TU_WAIT_FOR(atomic_load(&sl_writer_in));
+	/* It found a reader on a slot: slots stay on. */
+	assert_true(slots_on(&sl_rw));
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_idle(&sl_rw);
+	assert_idle(&sl_rw2);
+}
+
+/* Slots are off until readers contend in the count, and a writer that
+ * finds no reader on a slot turns them off again. */
+static gmp_rwmutex ad_rw = GMP_RWMUTEX_INIT;
+static atomic_int ad_stop;
+
+static void ad_reader(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&ad_stop)) {
+		gmp_rwmutex_rlock(&ad_rw);
+		gmp_yield(); /* the other reader comes in meanwhile */
+		gmp_rwmutex_runlock(&ad_rw);
+	}
+}
+
+static void test_rwmutex_slots_adapt(void **s)
+{
+	(void)s;
+	tu_init(1);
+	assert_false(slots_on(&ad_rw));
+	assert_true(gmp_go(ad_reader, NULL) > 0);
+	assert_true(gmp_go(ad_reader, NULL) > 0);
+	TU_WAIT_FOR(slots_on(&ad_rw));
+	atomic_store(&ad_stop, 1);
+	TU_WAIT_FOR(tu_stats().tasks_live == 0);
+	assert_int_equal(readers_in(&ad_rw), 0);
+	gmp_rwmutex_lock(&ad_rw);
+	gmp_rwmutex_unlock(&ad_rw);
+	assert_false(slots_on(&ad_rw));
+	/* With slots off a read lock is counted in the word. */
+	gmp_rwmutex_rlock(&ad_rw);
+	assert_int_equal(gmp__load32_rlx(&words(&ad_rw)->reader_count) &
+				 GMP__RW_NMASK,
+			 1);
+	assert_int_equal(gmp__rwmutex_slot_readers(&ad_rw), 0);
+	gmp_rwmutex_runlock(&ad_rw);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_idle(&ad_rw);
+}
+
+/* Not tied to a task: one task (or thread) read-locks, another unlocks.
+ * Each pair leaves the lock free for a writer at once, and the first
+ * task's stale record does not stop it read-locking again. */
+static gmp_rwmutex x_rw = GMP_RWMUTEX_INIT;
+static gmp_chan *x_to_task, *x_back;
+
+static void x_unlocker(void *arg)
+{
+	(void)arg;
+	int v;
+	while (gmp_chan_recv(x_to_task, &v) == 0 && v) {
+		gmp_rwmutex_runlock(&x_rw);
+		T_ASSERT(gmp_chan_send(x_back, &v) == 0);
+	}
+}
+
+static void *x_thread_unlocker(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex_runlock(&x_rw);
+	return NULL;
+}
+
+static void x_locker(void *arg)
+{
+	(void)arg;
+	for (int i = 1; i <= 50; i++) {
+		gmp_rwmutex_rlock(&x_rw);
+		T_ASSERT(readers_in(&x_rw) == 1);
+		if (i % 2) {
+			T_ASSERT(gmp_chan_send(x_to_task, &i) == 0);
+			int v;
+			T_ASSERT(gmp_chan_recv(x_back, &v) == 0 && v == i);
+		} else {
+			pthread_t th;
+			T_ASSERT(pthread_create(&th, NULL, x_thread_unlocker,
+						NULL) == 0);
+			pthread_join(th, NULL);
+		}
+		T_ASSERT(readers_in(&x_rw) == 0);
+		T_ASSERT(gmp_rwmutex_trylock(&x_rw));
+		gmp_rwmutex_unlock(&x_rw);
+	}
+	int zero = 0;
+	T_ASSERT(gmp_chan_send(x_to_task, &zero) == 0);
+}
+
+static void *x_thread_locker(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex_rlock(&x_rw); /* on the thread's record */
+	return NULL;
+}
+
+static void test_rwmutex_runlock_by_another(void **s)
+{
+	(void)s;
+	gmp__rwmutex_slots_on(&x_rw);
+	tu_init(2);
+	x_to_task = gmp_chan_new(sizeof(int), 0);
+	x_back = gmp_chan_new(sizeof(int), 0);
+	assert_non_null(x_to_task);
+	assert_non_null(x_back);
+	assert_true(gmp_go(x_unlocker, NULL) > 0);
+	assert_true(gmp_go(x_locker, NULL) > 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_idle(&x_rw);
+	/* A thread read-locks, the main thread (another) unlocks. */
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, x_thread_locker, NULL), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(readers_in(&x_rw), 1);
+	gmp_rwmutex_runlock(&x_rw);
+	assert_idle(&x_rw);
+	gmp_chan_free(x_to_task);
+	gmp_chan_free(x_back);
+}
+
+/* A trylock that finds a reader only after announcing itself (the look
+ * before is turned off here, as if the reader had come in between) fails,
+ * and leaves its unlock to that reader: the reader that queued behind it
+ * goes in when the first one leaves. */
+static gmp_rwmutex ab_rw = GMP_RWMUTEX_INIT;
+static atomic_int ab_step, ab_r2_in;
+
+static void ab_reader1(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex_rlock(&ab_rw);
+	atomic_store(&ab_step, 1);
+	TU_WAIT_FOR(atomic_load(&ab_step) == 2);
+	gmp_rwmutex_runlock(&ab_rw);
+}
+
+static void *ab_reader2(void *arg)
+{
+	(void)arg;
+	gmp_rwmutex_rlock(&ab_rw);
+	atomic_store(&ab_r2_in, 1);
+	gmp_rwmutex_runlock(&ab_rw);
+	return NULL;
+}
+
+static void test_rwmutex_trylock_gives_way(void **s)
+{
+	(void)s;
+	gmp__rwmutex_slots_on(&ab_rw);
+	tu_init(2);
+	assert_true(gmp_go(ab_reader1, NULL) > 0);
+	TU_WAIT_FOR(atomic_load(&ab_step) == 1);
+	assert_int_equal(gmp__rwmutex_slot_readers(&ab_rw), 1);
+	gmp__rwmutex_prescan_off = true;
+	assert_false(gmp_rwmutex_trylock(&ab_rw));
+	gmp__rwmutex_prescan_off = false;
+	/* It is a pending writer now, with nobody to wait in it. */
+	assert_true((int32_t)gmp__load32_rlx(&words(&ab_rw)->reader_count) < 0);
+	assert_false(gmp_rwmutex_tryrlock(&ab_rw));
+	assert_false(gmp_rwmutex_trylock(&ab_rw));
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, ab_reader2, NULL), 0);
+	TU_WAIT_FOR(readers_asleep(&ab_rw) == 1);
+	atomic_store(&ab_step, 2);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&ab_r2_in), 1);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_idle(&ab_rw);
+	assert_true(gmp_rwmutex_trylock(&ab_rw));
+	gmp_rwmutex_unlock(&ab_rw);
+	assert_idle(&ab_rw);
+}
+
+/* Stress: read locks handed from task to task (and to threads) across Ps
+ * while writers come and go, under randomised scheduling; every reader
+ * section checks that no writer is in, every writer section that it is
+ * alone, and the lock is free at the end. */
+enum { HX_TASKS = 8 };
+static gmp_rwmutex hx_rw = GMP_RWMUTEX_INIT;
+static gmp_chan *hx_pass;
+static atomic_int hx_readers, hx_writers;
+static gmp_wg hx_wg = GMP_WG_INIT;
+static int hx_iters;
+
+static void hx_work(void *arg)
+{
+	uint32_t x = (uint32_t)(uintptr_t)arg * 2654435761u + 7;
+	for (int i = 0; i < hx_iters; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		if (x % 10 == 0) {
+			gmp_rwmutex_lock(&hx_rw);
+			T_ASSERT(atomic_fetch_add(&hx_writers, 1) == 0);
+			T_ASSERT(atomic_load(&hx_readers) == 0);
+			if (x % 3 == 0)
+				gmp_yield();
+			atomic_fetch_sub(&hx_writers, 1);
+			gmp_rwmutex_unlock(&hx_rw);
+		} else if (x % 10 == 1 && gmp_rwmutex_trylock(&hx_rw)) {
+			T_ASSERT(atomic_fetch_add(&hx_writers, 1) == 0);
+			T_ASSERT(atomic_load(&hx_readers) == 0);
+			atomic_fetch_sub(&hx_writers, 1);
+			gmp_rwmutex_unlock(&hx_rw);
+		} else {
+			bool in = x % 10 == 2
+					  ? gmp_rwmutex_tryrlock(&hx_rw)
+					  : (gmp_rwmutex_rlock(&hx_rw), true);
+			if (!in)
+				continue;
+			atomic_fetch_add(&hx_readers, 1);
+			T_ASSERT(atomic_load(&hx_writers) == 0);
+			if (x % 4 == 0)
+				gmp_yield();
+			T_ASSERT(atomic_load(&hx_writers) == 0);
+			atomic_fetch_sub(&hx_readers, 1);
+			/* A quarter of the read locks are dropped by a
+			 * drainer, a task or a thread. */
+			int one = 1;
+			if (x % 4 == 1)
+				T_ASSERT(gmp_chan_send(hx_pass, &one) == 0);
+			else
+				gmp_rwmutex_runlock(&hx_rw);
+		}
+	}
+	gmp_wg_done(&hx_wg);
+}
+
+static void hx_drain(void)
+{
+	int v;
+	while (gmp_chan_recv(hx_pass, &v) == 0 && v)
+		gmp_rwmutex_runlock(&hx_rw);
+}
+
+static void hx_drain_task(void *arg)
+{
+	(void)arg;
+	hx_drain();
+}
+
+static void *hx_drain_thread(void *arg)
+{
+	(void)arg;
+	hx_drain();
+	return NULL;
+}
+
+static void handoff_stress(bool slots)
+{
+	if (slots)
+		gmp__rwmutex_slots_on(&hx_rw);
+	gmp__rwmutex_keep_slots = slots;
+	hx_iters = TU_SCALE(20000);
+	hx_pass = gmp_chan_new(sizeof(int), 64);
+	assert_non_null(hx_pass);
+	setenv("GMP_DEBUG", "randomize=1", 1);
+	tu_init(2);
+	unsetenv("GMP_DEBUG");
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, hx_drain_thread, NULL), 0);
+	assert_true(gmp_go(hx_drain_task, NULL) > 0);
+	gmp_wg_add(&hx_wg, HX_TASKS);
+	for (int i = 0; i < HX_TASKS; i++)
+		assert_true(gmp_go(hx_work, (void *)(uintptr_t)i) > 0);
+	gmp_wg_wait(&hx_wg);
+	int zero = 0;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(gmp_chan_send(hx_pass, &zero), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(gmp_shutdown(), 0);
+	assert_idle(&hx_rw);
+	gmp_chan_free(hx_pass);
+	gmp__rwmutex_keep_slots = false;
+}
+
+static void test_rwmutex_handoff_stress(void **s)
+{
+	(void)s;
+	handoff_stress(true);
+}
+
+/* The same from slots off: they come and go with the contention. */
+static void test_rwmutex_handoff_stress_adaptive(void **s)
+{
+	(void)s;
+	handoff_stress(false);
+}
+
 /* ---- foreign threads, no runtime --------------------------------------------- */
 
 static void *norun_thread(void *arg)
@@ -368,6 +740,8 @@ static void *norun_thread(void *arg)
 static void test_rwmutex_threads_without_runtime(void **s)
 {
 	(void)s;
+	gmp__rwmutex_slots_on(&ex_rw); /* on the threads' own stripes */
+	gmp__rwmutex_keep_slots = true;
 	ex_iters = TU_SCALE(20000);
 	ex_value = 0;
 	gmp_wg_add(&ex_wg, 4);
@@ -378,6 +752,7 @@ static void test_rwmutex_threads_without_runtime(void **s)
 				 0);
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
+	gmp__rwmutex_keep_slots = false;
 	assert_idle(&ex_rw);
 	assert_true(ex_value > 0);
 	assert_int_equal(tu_stats().procs, 0); /* still not running */
@@ -389,5 +764,11 @@ GMP_TEST_MAIN(cmocka_unit_test(test_rwmutex_readers_overlap),
 	      cmocka_unit_test(test_rwmutex_writer_preference),
 	      cmocka_unit_test(test_rwmutex_queued_readers_before_next_writer),
 	      cmocka_unit_test(test_rwmutex_try),
+	      cmocka_unit_test(test_rwmutex_readers_on_slots),
+	      cmocka_unit_test(test_rwmutex_runlock_by_another),
+	      cmocka_unit_test(test_rwmutex_trylock_gives_way),
+	      cmocka_unit_test(test_rwmutex_slots_adapt),
+	      cmocka_unit_test(test_rwmutex_handoff_stress),
+	      cmocka_unit_test(test_rwmutex_handoff_stress_adaptive),
 	      cmocka_unit_test(test_rwmutex_threads_without_runtime),
 	      cmocka_unit_test(test_rwmutex_stress_randomized))
