@@ -100,9 +100,8 @@ SUITE = (
            (Figure("ns_per_op", LOW, "C/Go <= 0.8"),)),
     # What the two adds alone cost while both CPUs take them all the time
     # (the count's line moves at every add): Go's RWMutex is within a few
-    # per cent of it. rwmutex_read can come in under it only by contending
-    # less (its four tasks share two threads, and sysmon detaches a P
-    # from a task that runs 10 ms without a switch point).
+    # per cent of it. libgmp's read locks get under it by not sharing a
+    # line once they contend (reader slots on each P, src/rwmutex.c).
     Config("rwmutex_floor", "the same, two atomic adds a pass, no lock",
            "--procs=2 --n=1000000", "--procs=2 --n=100000", "yard",
            (Figure("ns_per_op", LOW),), go="rwmutex_read"),

@@ -588,7 +588,8 @@ static void test_misuse_rwmutex_unlock_not_held_aborts(void **s)
 }
 
 /* A runlock while a writer holds the lock with readers queued behind it
- * (the reader count alone does not show it) is caught at the unlock. */
+ * (the reader count alone does not show it) is caught at once, by the
+ * mark the writer keeps in the wait count while it holds the lock. */
 static gmp_rwmutex mis_rw = GMP_RWMUTEX_INIT;
 
 static void queued_reader(void *arg)
