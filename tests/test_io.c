@@ -128,7 +128,20 @@ static void test_io_hundred_parked_readers_hold_no_thread(void **s)
 	TU_WAIT_FOR(settled()); /* the Ms are in the poller or idle */
 	gmp_stats st;
 	gmp_stats_read(&st);
-	assert_true(st.threads_total <= st.procs + 3);
+	/* The Ms that run the Ps, one spinning, one in the poller, and
+	 * sysmon; plus one for each P that sysmon took from a task in a
+	 * system call or past its slice (slow builds meet both while the
+	 * hundred spawn), whose thread goes on without it. None per
+	 * reader. */
+	uint64_t bound = st.procs + 3 + st.retakes + st.detaches;
+	if (st.threads_total > bound)
+		print_message("threads %llu: procs %llu, retakes %llu, "
+			      "detaches %llu\n",
+			      (unsigned long long)st.threads_total,
+			      (unsigned long long)st.procs,
+			      (unsigned long long)st.retakes,
+			      (unsigned long long)st.detaches);
+	assert_true(st.threads_total <= bound);
 	assert_int_equal(atomic_load(&parked_done), 0);
 	for (int i = NPARKED - 1; i >= 0; i--) {
 		int v = i * 7 + 1;
@@ -146,12 +159,14 @@ static void test_io_hundred_parked_readers_hold_no_thread(void **s)
 /* ---- gmp_poll_fd: timeouts and readiness ------------------------------------ */
 
 static int poll_sv[2];
+static gmp_wg poll_writer_wg = GMP_WG_INIT;
 
 static void late_writer(void *arg)
 {
 	(void)arg;
 	gmp_sleep(30 * 1000000);
 	T_ASSERT(write(poll_sv[1], "y", 1) == 1);
+	gmp_wg_done(&poll_writer_wg);
 }
 
 static void poll_task(void *arg)
@@ -172,13 +187,18 @@ static void poll_task(void *arg)
 	T_ASSERT(gmp_read(poll_sv[0], &c, 1) == 1 && c == 'x');
 	/* A long timeout that readiness ends early: late_writer writes 30 ms
 	 * from now. */
+	gmp_wg_add(&poll_writer_wg, 1);
 	T_ASSERT(gmp_go(late_writer, NULL) > 0);
 	t0 = tu_now_ns();
 	r = gmp_poll_fd(poll_sv[0], POLLIN, 5000 * 1000000LL);
 	T_ASSERT(r == POLLIN);
 	T_ASSERT(tu_now_ns() - t0 < 4000 * 1000000LL);
 	T_ASSERT(gmp_read(poll_sv[0], &c, 1) == 1 && c == 'y');
-	/* The peer hangs up: POLLIN (EOF), and POLLHUP though not asked. */
+	/* The peer hangs up: POLLIN (EOF), and POLLHUP though not asked.
+	 * Once late_writer is done with its end: the data it wrote does not
+	 * order its write before our close for ThreadSanitizer, which does
+	 * not see through a socket pair. */
+	gmp_wg_wait(&poll_writer_wg);
 	close(poll_sv[1]);
 	r = gmp_poll_fd(poll_sv[0], POLLIN, -1);
 	T_ASSERT(r & POLLIN);
