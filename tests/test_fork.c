@@ -223,8 +223,19 @@ static void test_fork_repeated_while_busy(void **s)
 {
 	(void)s;
 	SKIP_WHERE_CHILD_CANNOT_THREAD();
+	/* ASan's own allocator (gcc 12's libasan) takes no lock around
+	 * fork: a child forked while a parent thread is inside it (a free
+	 * refilling the quarantine) inherits that lock held, and the first
+	 * thread of the child's runtime to free something waits for it
+	 * forever, inside ASan (seen with gdb on a child that hung in CI
+	 * here). Nothing of ours holds it. */
+	if (TU_ASAN) {
+		print_message("skipped: ASan's allocator is not fork-safe "
+			      "while other threads allocate\n");
+		skip();
+	}
 	busy_start(4);
-	for (int i = 0; i < (TU_ASAN || TU_TSAN ? 10 : 40); i++) {
+	for (int i = 0; i < (TU_TSAN ? 10 : 40); i++) {
 		expect_clean_child(fork_and_check(), "fork while busy");
 		usleep((useconds_t)(i % 7) * 300);
 	}
