@@ -9,10 +9,11 @@
 /* Outstanding allocations, counted in 64 shards, each alone on its cache
  * line, so that allocating on two CPUs at once does not move one line to
  * and fro (one shared counter cost bench/timer_churn's make-and-free
- * about a fifth of its time). A runtime thread counts in the shard of its M's id, any other
- * thread in the last one; a block freed on another thread than the one
- * that allocated it takes its shard below zero, which the sum does not
- * mind. */
+ * about a fifth of its time). A runtime thread counts in the shard of its
+ * M's id, any other thread in the last one; a block freed on another
+ * thread than the one that allocated it takes its shard below zero, which
+ * the sum does not mind. Relaxed adds: nothing rides on them, and the sum
+ * (gmp__alloc_live) is read by tests once the runtime is quiet. */
 #define LIVE_SHARDS 64
 
 static struct {

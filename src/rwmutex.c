@@ -111,16 +111,20 @@ typedef struct rw_stripe {
 } __attribute__((aligned(128))) rw_stripe;
 
 static rw_stripe stripes[NSTRIPES];
+/* atomic: set bit by bit with a full OR before a stripe's first claim,
+ * never cleared; read (sc) by a writer after its subtraction, so that its
+ * scan covers every stripe a claim it must see could be in. */
 static volatile uint64_t stripes_used;
 
 /* The slot record of a thread while it runs no task (a task's is in its
  * G), and the stripe such a thread uses (+1; 0: not chosen yet). */
 static __thread uint64_t thread_rec;
 static __thread uint32_t thread_stripe;
-static volatile uint32_t thread_stripe_next;
+static volatile uint32_t thread_stripe_next; /* atomic, relaxed: a counter */
 
-bool gmp__rwmutex_prescan_off; /* export_test.h */
-bool gmp__rwmutex_keep_slots;  /* export_test.h */
+/* Test hooks (export_test.h), plain: set only while no writer runs. */
+bool gmp__rwmutex_prescan_off;
+bool gmp__rwmutex_keep_slots;
 
 static inline uintptr_t slot_rw(uint64_t v)
 {
@@ -207,26 +211,33 @@ static uint64_t collect(uintptr_t rw, uint64_t used, int32_t *n)
 	return h;
 }
 
-/* The writer's scan, after its subtraction: empties every slot that holds
- * rw and returns how many there were. */
-static int32_t slot_take_all(uintptr_t rw)
+/* Empties up to `max` slots that hold rw, scanning the used stripes from
+ * `first` on, and returns how many it emptied: the writer's scan after its
+ * subtraction (all of them), or a runlock without a slot of its own (one,
+ * from its own stripe first). */
+static int32_t slot_take(uintptr_t rw, uint32_t first, int32_t max)
 {
-	/* sc loads: the other half of the Dekker pair of slot_rlock (a
-	 * reader's full CAS on its slot, then its load of reader_count;
-	 * here the writer's full add on reader_count, then these). */
+	/* sc loads: for the writer, the other half of the Dekker pair of
+	 * slot_rlock (a reader's full CAS on its slot, then its load of
+	 * reader_count; here the writer's full add on reader_count, then
+	 * these). */
 	uint64_t used = gmp__load64_sc(&stripes_used);
 	int32_t taken = 0;
-	for (uint32_t s = 0; s < NSTRIPES; s++) {
+	for (uint32_t k = 0; k < NSTRIPES; k++) {
+		uint32_t s = (first + k) % NSTRIPES;
 		if (!(used & (UINT64_C(1) << s)))
 			continue;
 		for (uint32_t i = 0; i < NSLOTS; i++) {
 			volatile uint64_t *sl = &stripes[s].slot[i];
 			uint64_t v = gmp__load64_sc(sl);
 			/* A failed CAS means the slot changed: read it again
-			 * (it may have been emptied and claimed again). */
+			 * (it may have been emptied and claimed again). full:
+			 * for a runlock, this publishes its read section as
+			 * runlock's own CAS does. */
 			while (slot_rw(v) == rw) {
 				if (gmp__cas64_full(sl, v, slot_next(v, 0))) {
-					taken++;
+					if (++taken == max)
+						return taken;
 					break;
 				}
 				v = gmp__load64_sc(sl);
@@ -234,30 +245,6 @@ static int32_t slot_take_all(uintptr_t rw)
 		}
 	}
 	return taken;
-}
-
-/* A runlock without a slot of its own: empties one slot that holds rw,
- * starting at the caller's stripe. */
-static bool slot_take_one(uintptr_t rw, uint32_t first)
-{
-	uint64_t used = gmp__load64_acq(&stripes_used);
-	for (uint32_t k = 0; k < NSTRIPES; k++) {
-		uint32_t s = (first + k) % NSTRIPES;
-		if (!(used & (UINT64_C(1) << s)))
-			continue;
-		for (uint32_t i = 0; i < NSLOTS; i++) {
-			volatile uint64_t *sl = &stripes[s].slot[i];
-			uint64_t v = gmp__load64_acq(sl);
-			while (slot_rw(v) == rw) {
-				/* full: publishes our read section, as
-				 * runlock's CAS. */
-				if (gmp__cas64_full(sl, v, slot_next(v, 0)))
-					return true;
-				v = gmp__load64_acq(sl);
-			}
-		}
-	}
-	return false;
 }
 
 /* Do readers hold rw? For messages only: one pass, no snapshot. */
@@ -299,7 +286,7 @@ static int slot_rlock(gmp_rwmutex *rw, gmp__rwmutex_words *w)
 			continue;
 		uint64_t mine = slot_next(v, (uintptr_t)rw);
 		/* full: the store half of the Dekker pair with the writer
-		 * (slot_take_all); a lost race moves on to the next slot. */
+		 * (slot_take); a lost race moves on to the next slot. */
 		if (!gmp__cas64_full(&sl[i], v, mine))
 			continue;
 		uint32_t c = gmp__load32_sc(&w->reader_count);
@@ -474,7 +461,7 @@ static __attribute__((noinline)) void runlock_slow(gmp_rwmutex *rw, gmp__m *m)
 				return;
 			continue;
 		}
-		if (slot_take_one((uintptr_t)rw, my_stripe(m)))
+		if (slot_take((uintptr_t)rw, my_stripe(m), 1) == 1)
 			return;
 		if (!maybe_held(rw, w))
 			throw_runlock(rw, "unlocked");
@@ -540,7 +527,8 @@ GMP_EXTERN void gmp_rwmutex_lock(gmp_rwmutex *rw)
 		gmp__throw("rwmutex %p: reader count %#x with the writers' "
 			   "mutex just taken",
 			   (void *)rw, r);
-	int32_t taken = (r & SLOTS) ? slot_take_all((uintptr_t)rw) : 0;
+	int32_t taken = (r & SLOTS) ? slot_take((uintptr_t)rw, 0, INT32_MAX)
+				    : 0;
 	if (taken > 0)
 		gmp__add32_full(&w->reader_count, taken);
 	int32_t in = (int32_t)(r & NMASK) + taken;
@@ -585,7 +573,8 @@ GMP_EXTERN bool gmp_rwmutex_trylock(gmp_rwmutex *rw)
 			break;
 		c = seen;
 	}
-	int32_t taken = (c & SLOTS) ? slot_take_all((uintptr_t)rw) : 0;
+	int32_t taken = (c & SLOTS) ? slot_take((uintptr_t)rw, 0, INT32_MAX)
+				    : 0;
 	if (GMP__LIKELY(taken == 0)) {
 		if (!gmp__cas32_full(&w->reader_wait, 0,
 				     held_word(c, gmp__rwmutex_keep_slots)))

@@ -647,9 +647,8 @@ static void test_io_nonblock_cleared_later_waits_in_poller(void **s)
 	(void)s;
 	tu_init(1);
 	atomic_store(&bsock_done, 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-				    bsock),
-			 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, bsock), 0);
 	assert_true(gmp_go(nb_forgotten_reader, NULL) > 0);
 	TU_WAIT_FOR(tu_stats().tasks_waiting == 1);
 	assert_int_equal(write(bsock[1], "one", 3), 3);
