@@ -490,7 +490,14 @@ typedef struct gmp_timer gmp_timer;
 
 /* A timer whose channel receives a value after delay_ns (0: at once), and
  * then every period_ns if period_ns > 0 (a ticker). NULL if either is
- * negative, on -ENOMEM, or if the runtime cannot be started. Any thread. */
+ * negative, on -ENOMEM, or if the runtime cannot be started. Any thread.
+ *
+ * Tickers of one period tick together: a ticker's ticks fall on the
+ * multiples of gcd(period_ns, 1 ms) on gmp_nanotime's clock, so its first
+ * tick (for a delay_ns > 0) may come up to that much (at most 1 ms, and
+ * never more than the period) after delay_ns; the ticks after it are
+ * exactly period_ns apart. Many tickers then cost the runtime one wake-up
+ * per tick time rather than one each. One-shot timers are never moved. */
 GMP_EXTERN gmp_timer *gmp_timer_new(int64_t delay_ns, int64_t period_ns);
 /* A timer that runs fn(arg) as a new task after delay_ns (time.AfterFunc):
  * a task even when the timer was made on a thread that is not one. Its

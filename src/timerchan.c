@@ -15,6 +15,20 @@
  * A period > 0 makes the runtime timer periodic: timers_run arms it again
  * itself after the fire, on the same heap, skipping ticks already past.
  *
+ * The tick grid. A ticker's first tick is put off to the next multiple of
+ * gcd(period, 1 ms) on the monotonic clock, and since that grid divides
+ * the period, every later tick lands on it too. Tickers of one period then
+ * tick at the same instants, however far apart they were made: a thousand
+ * 1 ms tickers are one batch of due timers a millisecond, run after one
+ * wake-up of one M, instead of a thousand spread through it (an idle M
+ * slept until each, or until the slack after it, and woke a second M for
+ * the tasks it readied, some forty thousand times a second). The cost is
+ * a phase: the first tick comes up to one grid step (at most 1 ms, and
+ * never more than the period) after the delay, and the ticks after it are
+ * exactly a period apart as before. A periodic timer made with no delay
+ * ticks at once and keeps its own phase; one-shot timers (sleeps,
+ * timeouts, gmp_timer_func) are never moved.
+ *
  * Where it lives. Armed from a task, on the task's P; from a thread with
  * no P (a plain thread, or a task inside a gmp_enter_syscall window), on
  * P0, which never retires. When a P retires its heap moves to P0 with
@@ -73,10 +87,26 @@ static void fire_func(gmp__timer *rt)
 			"timer");
 }
 
+/* Tickers tick on a grid of gcd(period, TICK_GRID_NS): see the top
+ * comment. */
+#define TICK_GRID_NS 1000000
+
 static int64_t deadline_after(int64_t delay)
 {
 	int64_t now = gmp__nanotime();
 	return delay > INT64_MAX - now ? INT64_MAX : now + delay;
+}
+
+/* The grid a ticker of period `period` ticks on: gcd(period, 1 ms). */
+static int64_t tick_grid(int64_t period)
+{
+	int64_t a = period, b = TICK_GRID_NS;
+	while (b) {
+		int64_t r = a % b;
+		a = b;
+		b = r;
+	}
+	return a;
 }
 
 /* Arms t to fire after delay. The caller is inside the runtime. Returns 0,
@@ -84,6 +114,15 @@ static int64_t deadline_after(int64_t delay)
 static int arm(gmp_timer *t, int64_t delay)
 {
 	int64_t when = deadline_after(delay);
+	int64_t period = t->rt.period;
+	if (period > 0 && delay > 0 && when < INT64_MAX) {
+		/* A ticker's first tick goes to the next point of its grid,
+		 * and so do all its later ones (the grid divides the
+		 * period): see the top comment. */
+		int64_t grid = tick_grid(period), off = when % grid;
+		if (off && when <= INT64_MAX - (grid - off))
+			when += grid - off;
+	}
 	gmp__m *m;
 	gmp__getg(&m);
 	if (m && m->p) {

@@ -143,6 +143,71 @@ static void test_timer_drop(void **s)
 	in_task(2, drop_main, NULL);
 }
 
+/* ---- the tick grid --------------------------------------------------------- */
+
+/* Tickers tick on a grid, gcd(period, 1 ms), so that tickers of one period
+ * fire together: each value is a point of the grid, the first one no
+ * earlier than the delay and less than a grid step after it. One-shot
+ * timers are not moved. */
+static int grid_main(void *arg)
+{
+	(void)arg;
+	/* Two 1 ms tickers armed a third of a millisecond apart tick at the
+	 * same instants. */
+	int64_t a0 = gmp_nanotime();
+	gmp_timer *a = gmp_timer_new(3 * MS, MS);
+	int64_t a1 = gmp_nanotime();
+	gmp_sleep(MS / 3);
+	int64_t b0 = gmp_nanotime();
+	gmp_timer *b = gmp_timer_new(3 * MS, MS);
+	int64_t b1 = gmp_nanotime();
+	int64_t va = recv_time(a), vb = recv_time(b);
+	T_ASSERT(va % MS == 0 && vb % MS == 0);
+	T_ASSERT(va >= a0 + 3 * MS && va < a1 + 4 * MS);
+	T_ASSERT(vb >= b0 + 3 * MS && vb < b1 + 4 * MS);
+	for (int i = 0; i < 5; i++) {
+		int64_t v = recv_time(a), w = recv_time(b);
+		T_ASSERT(v % MS == 0 && w % MS == 0);
+		T_ASSERT(v > va && w > vb);
+		va = v;
+		vb = w;
+	}
+	gmp_timer_free(a);
+	gmp_timer_free(b);
+	/* 1.5 ms: a grid of 0.5 ms, and whole periods between values. */
+	int64_t c0 = gmp_nanotime();
+	gmp_timer *c = gmp_timer_new(MS, 3 * MS / 2);
+	int64_t c1 = gmp_nanotime();
+	int64_t first = recv_time(c);
+	T_ASSERT(first % (MS / 2) == 0);
+	T_ASSERT(first >= c0 + MS && first < c1 + MS + MS / 2);
+	for (int i = 0; i < 4; i++) {
+		int64_t v = recv_time(c);
+		T_ASSERT(v > first && (v - first) % (3 * MS / 2) == 0);
+	}
+	/* A reset to a ticker goes on the grid too. */
+	int64_t r0 = gmp_nanotime();
+	gmp_timer_reset(c, 2 * MS, 2 * MS);
+	int64_t r1 = gmp_nanotime();
+	int64_t v = recv_time(c);
+	T_ASSERT(v % MS == 0 && v >= r0 + 2 * MS && v < r1 + 3 * MS);
+	/* A one-shot timer fires when asked, to the nanosecond of the
+	 * arming: its value lies between the clock reads around it. */
+	r0 = gmp_nanotime();
+	gmp_timer_reset(c, 2 * MS, 0);
+	r1 = gmp_nanotime();
+	v = recv_time(c);
+	T_ASSERT(v >= r0 + 2 * MS && v <= r1 + 2 * MS);
+	gmp_timer_free(c);
+	return 0;
+}
+
+static void test_timer_tickers_share_a_grid(void **s)
+{
+	(void)s;
+	in_task(2, grid_main, NULL);
+}
+
 /* ---- stop and reset -------------------------------------------------------- */
 
 static int stop_main(void *arg)
@@ -801,6 +866,7 @@ GMP_TEST_MAIN(cmocka_unit_test(test_timer_fire_once),
 	      cmocka_unit_test(test_timer_bad_arguments),
 	      cmocka_unit_test(test_timer_tick),
 	      cmocka_unit_test(test_timer_drop),
+	      cmocka_unit_test(test_timer_tickers_share_a_grid),
 	      cmocka_unit_test(test_timer_stop),
 	      cmocka_unit_test(test_timer_reset),
 	      cmocka_unit_test(test_timer_free_while_active),
