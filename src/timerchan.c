@@ -115,10 +115,11 @@ static int arm(gmp_timer *t, int64_t delay)
 {
 	int64_t when = deadline_after(delay);
 	int64_t period = t->rt.period;
-	if (period > 0 && delay > 0 && when < INT64_MAX) {
+	if (period > 0 && delay > 0) {
 		/* A ticker's first tick goes to the next point of its grid,
 		 * and so do all its later ones (the grid divides the
-		 * period): see the top comment. */
+		 * period): see the top comment. A deadline too close to
+		 * INT64_MAX to move stays where it is. */
 		int64_t grid = tick_grid(period), off = when % grid;
 		if (off && when <= INT64_MAX - (grid - off))
 			when += grid - off;
