@@ -6,7 +6,7 @@
  * switch point (gmp_yield, gmp_preempt_point, a blocking libgmp call, or
  * its end); one that runs past its 10 ms time slice without reaching one
  * loses its P to the other tasks and runs on, on the same thread, until
- * its next libgmp call takes a P back (section 10, design.md §10). Wrap
+ * its next libgmp call takes a P back (design.md §13). Wrap
  * blocking system calls in gmp_enter_syscall()/gmp_exit_syscall() so the
  * runtime can run other tasks meanwhile.
  *
@@ -26,8 +26,8 @@
  *
  * This header is the whole public interface. The contract behind it, and
  * the design that keeps it, are in docs/design.md in the project's
- * repository (Part I, whose sections these headings follow, is the
- * contract; Part II, from §13 on, the design).
+ * repository (Part I, §1 to §19, is the contract, and the headings below
+ * give its chapter numbers; Part II, from §20 on, is the design).
  */
 #ifndef GMP_H
 #define GMP_H
@@ -163,7 +163,7 @@ GMP_EXTERN gmp_g *gmp_current(void);
  *
  * A task that never reaches a switch point is not stuck with its P: 1 ms
  * after the request sysmon detaches the P and gives it to another thread
- * (design.md §10, unless GMP_PREEMPT=off). The task is not interrupted;
+ * (design.md §13, unless GMP_PREEMPT=off). The task is not interrupted;
  * it runs on, on the same thread, and its next libgmp call that needs a P
  * takes one back, waiting if none is free. gmp_stats.detaches counts
  * these; a yield here is the cheaper way to the same fairness. */
@@ -354,7 +354,7 @@ GMP_EXTERN int gmp_stats_read(gmp_stats *out);
 GMP_EXTERN int gmp_dump(FILE *f);
 
 /* ------------------------------------------------------------------------
- * 8. Synchronisation, time and I/O
+ * 9 to 11. Synchronisation, time and I/O
  *
  * Every call here that may block parks the task when called from a task
  * (a switch point), and blocks the OS thread on a futex when called from
@@ -650,9 +650,10 @@ GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns);
 GMP_EXTERN int gmp_close(int fd);
 
 /* ------------------------------------------------------------------------
- * 12. More synchronisation and timers
+ * 9 and 10, continued. Read-write mutexes, once, condition variables,
+ * semaphores, timers and tickers
  *
- * As in section 8: a zero-filled value of each type is ready to use (the
+ * As above: a zero-filled value of each type is ready to use (the
  * GMP_*_INIT initialisers are all zeros) and needs no destruction; every
  * call that may block parks a task (a switch point) and blocks any other
  * thread on a futex. Deadlines are absolute, on gmp_nanotime's clock; one

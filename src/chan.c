@@ -1,4 +1,4 @@
-/* Channels (design.md §8; the design and its invariants are in chan.h).
+/* Channels (design.md §9.6; the design and its invariants are in chan.h).
  *
  * Every operation takes the channel lock, a gmp__mutex: critical sections
  * are a few dozen instructions and never hold it across a switch (a

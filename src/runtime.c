@@ -346,7 +346,7 @@ GMP_EXTERN int gmp_shutdown(void)
 	pthread_rwlock_unlock(&rt_lock);
 
 	wait_no_tasks(false); /* api_lock keeps out any other teardown */
-	/* gmp_timer timers may still be pending (design.md §12): drop them,
+	/* gmp_timer timers may still be pending (design.md §10.2): drop them,
 	 * and wait for any task one started as it fired. */
 	while (gmp__timers_drop_all())
 		wait_no_tasks(false);

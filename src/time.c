@@ -1,4 +1,4 @@
-/* gmp_sleep and gmp_nanotime (design.md §8). */
+/* gmp_sleep and gmp_nanotime (design.md §10.1). */
 #include "internal.h"
 #include "preempt.h"
 #include "wait.h"

@@ -1,5 +1,5 @@
 /* Timers and tickers as channels, and timers that start a task
- * (design.md §12: Go's time.NewTimer, time.NewTicker and time.AfterFunc).
+ * (design.md §10.2: Go's time.NewTimer, time.NewTicker and time.AfterFunc).
  *
  * A gmp_timer is one runtime timer (timer.h) in a per-P heap, like a
  * sleeping task's, plus what its firing does:

@@ -1,7 +1,7 @@
 /* Waiters: the one way every blocking primitive sleeps (Go's sudog, plus
  * foreign threads).
  *
- * design.md §8: every blocking call parks the task when called from a task, and
+ * design.md §3.2: every blocking call parks the task when called from a task, and
  * blocks the OS thread on a futex when called from any other thread (the
  * embedding program's own threads, gmp_main's caller, a task inside a
  * gmp_enter_syscall window). A gmp__waiter hides the difference:

@@ -1,4 +1,4 @@
-/* The I/O calls (design.md §8): tasks parked on sockets hold no thread,
+/* The I/O calls (design.md §11): tasks parked on sockets hold no thread,
  * poll timeouts, an echo round trip over loopback TCP, blocking
  * descriptors that must not stall a P, gmp_close waking every kind of
  * waiter, a number reused after a plain close(), SIGPIPE, and callers that

@@ -1,4 +1,4 @@
-/* Preemption (design.md §10): sysmon detaches the P from a task that runs
+/* Preemption (design.md §13): sysmon detaches the P from a task that runs
  * past its slice without reaching a switch point. The hogs here loop on
  * arithmetic and relaxed loads, calling nothing: without detaching they
  * would hold their Ps for ever and the sleepers beside them never wake.

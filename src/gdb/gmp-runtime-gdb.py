@@ -162,7 +162,7 @@ _DETACHED = 3
 
 
 def _detached(g):
-    """Whether g runs without a P, detached by sysmon (design.md §10)."""
+    """Whether g runs without a P, detached by sysmon (design.md §13)."""
     try:
         return _g_status(g) == _G_RUNNING and int(g["detach"]) == _DETACHED
     except gdb.error:  # a libgmp from before preemption

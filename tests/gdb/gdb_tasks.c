@@ -8,7 +8,7 @@
  *
  * With the argument "detached": one P, the chan_waiter, and the spinner,
  * which then holds the only P past its slice, so that sysmon detaches the
- * P from it (design.md §10); the stop comes once it has.
+ * P from it (design.md §13); the stop comes once it has.
  *
  * Run by itself it finishes cleanly: after the checkpoint main releases
  * every task and shuts the runtime down. Built with -g, as the extension
