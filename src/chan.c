@@ -23,7 +23,7 @@
  * queue entry and slot stay valid until then.
  *
  * A blocking send or receive is a switch point even when it need not
- * block (design.md §2), so a task that keeps a buffered channel busy still
+ * block (design.md §2.2), so a task that keeps a buffered channel busy still
  * yields when sysmon says its slice is over. The try_ calls never switch.
  */
 #include <limits.h>

@@ -41,7 +41,7 @@
  * the parker to the woken waiter it runs next without unlocking it, and
  * through the quiet wake in notify_slow, which wakes no idle P for a
  * waiter that could only sleep on the mutex its signaller holds (both in
- * design.md §28).
+ * design.md §28.7).
  *
  * Lost wakeups. A signaller that changed the condition under mu and then
  * signals (mu held or just released) ordered its look at wait after the

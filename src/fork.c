@@ -1,4 +1,4 @@
-/* The child of fork() (design.md §1, as Go answers it: only exec is safe, and
+/* The child of fork() (design.md §1.5, as Go answers it: only exec is safe, and
  * we define a little more).
  *
  * fork() copies the calling thread only. In the child every other thread

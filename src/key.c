@@ -1,4 +1,4 @@
-/* Task-local keys (design.md §2): gmp_key_create, gmp_setspecific,
+/* Task-local keys (design.md §2.3): gmp_key_create, gmp_setspecific,
  * gmp_getspecific, and the destructors that run as a task ends.
  *
  * Keys are process-wide and never deleted: a key is an index into every
@@ -73,7 +73,7 @@ GMP_EXTERN void *gmp_getspecific(gmp_key key)
 /* Runs on the ending task: each non-NULL value's destructor, once. A
  * destructor may set values again (pthread would loop); we clear each slot
  * before calling its destructor and do not revisit it, so a value stored
- * during destruction is dropped without its destructor, as design.md §2 asks
+ * during destruction is dropped without its destructor, as design.md §2.3 asks
  * for exactly one run per value. */
 void gmp__keys_destroy(gmp_g *g)
 {

@@ -278,7 +278,7 @@ uint32_t gmp__cheaprand(gmp__m *m)
 }
 
 /* An idle M whose sleep timed out: exit if it is still idle (nobody took
- * it off midle) and more than gomaxprocs Ms are idle (design.md §5, beyond Go's
+ * it off midle) and more than gomaxprocs Ms are idle (design.md §5.3, beyond Go's
  * golang/go#14592). Returns true if the M must go on sleeping instead. */
 static bool idle_expire(gmp__m *m)
 {

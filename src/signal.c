@@ -1,4 +1,4 @@
-/* Stack overflow detection (design.md §2, §6): the SIGSEGV and SIGBUS handler.
+/* Stack overflow detection (design.md §2.4, §6): the SIGSEGV and SIGBUS handler.
  *
  * A task that runs off the bottom of its stack touches the guard page
  * below it (stack.c) and the kernel raises SIGSEGV. The handler cannot run

@@ -1,4 +1,4 @@
-/* gmp_set_deadline (design.md §11): deadlines on read, write, accept and
+/* gmp_set_deadline (design.md §11.3): deadlines on read, write, accept and
  * connect; a deadline set, moved or cleared while a call waits; past and
  * cleared deadlines; several waiters in one direction; plain threads,
  * including a deadline changed while they wait in poll(2); gmp_close
@@ -505,7 +505,7 @@ static void test_deadline_bad_arguments(void **s)
 
 /* A server that pushes a connection's read deadline a minute ahead before
  * each read arms the descriptor's deadline timer once, not at every
- * read (design.md §11). The peer thread answers each of the reader's
+ * read (design.md §11.3). The peer thread answers each of the reader's
  * parks with a byte. */
 enum { PUSH_ROUNDS = 200 };
 static int push_sv[2];
@@ -566,8 +566,8 @@ static void moved_later_task(void *arg)
 	nb_socketpair(sv);
 	char c;
 	/* Arm the descriptor's timer for 100 ms from now; data at once. */
-	T_ASSERT(gmp_set_deadline(sv[0], GMP_READ,
-				  gmp_nanotime() + 100 * MS) == 0);
+	T_ASSERT(gmp_set_deadline(sv[0], GMP_READ, gmp_nanotime() + 100 * MS) ==
+		 0);
 	T_ASSERT(write(sv[1], "a", 1) == 1);
 	T_ASSERT(gmp_read(sv[0], &c, 1) == 1);
 	/* A wait that parks: the timer is armed for 100 ms, before this. */

@@ -45,7 +45,7 @@ static void runtime_works(int n)
 /* ---- threads -------------------------------------------------------------------- */
 
 /* sysmon's thread cannot be made at once: EAGAIN is retried
- * (design.md §5), so gmp_init succeeds; while it lasts, gmp_init fails
+ * (design.md §5.2), so gmp_init succeeds; while it lasts, gmp_init fails
  * cleanly after the retries and starts nothing. */
 static void test_fault_thread_eagain_at_init(void **s)
 {
@@ -92,7 +92,7 @@ static void child_template_eagain(void *arg)
 	sleep(10);
 }
 
-/* The template thread (design.md §5) is a thread too: a lasting EAGAIN
+/* The template thread (design.md §5.1) is a thread too: a lasting EAGAIN
  * aborts with the same message as an M's. */
 static void test_fault_thread_eagain_template_thread_aborts(void **s)
 {

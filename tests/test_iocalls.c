@@ -1,4 +1,4 @@
-/* The vectored, datagram and message calls (design.md §11): UDP echo with
+/* The vectored, datagram and message calls (design.md §11.4): UDP echo with
  * addresses, readv/writev (a writev that must park on a full socket),
  * descriptors passed with SCM_RIGHTS, deadlines on them, blocking
  * descriptors, plain threads, and the edge answers. */

@@ -94,7 +94,7 @@ static void test_misuse_bad_config_values(void **s)
 }
 
 /* An unparsable variable is an error even where the config gives the
- * value it would have set (design.md §1): it is checked, not skipped. */
+ * value it would have set (design.md §1.1): it is checked, not skipped. */
 static void test_misuse_bad_env_despite_config(void **s)
 {
 	(void)s;
@@ -426,7 +426,7 @@ static void *chan_peer(void *arg)
 	return NULL;
 }
 
-/* The runtime off again: each call has a defined answer (design.md §1 and
+/* The runtime off again: each call has a defined answer (design.md §1.2 and
  * docs/guide.md's table): the ones that need the runtime start it afresh, the
  * reading ones report nothing, the task-only ones do nothing, and the
  * synchronisation calls work between plain threads. */

@@ -488,7 +488,7 @@ static void test_sched_ids_unique_and_positive(void **s)
 	}
 }
 
-/* Ids increase in spawn order, whoever spawns (design.md §2): tasks on
+/* Ids increase in spawn order, whoever spawns (design.md §2.1): tasks on
  * several Ps and threads outside the runtime take turns, passing the last
  * id round a ring of channels, so each spawn happens after the one before. */
 enum { ID_RING = 8, ID_ROUNDS = 200 };

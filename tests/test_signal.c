@@ -1,4 +1,4 @@
-/* Stack overflow detection (design.md §2, §6): a task that overflows its
+/* Stack overflow detection (design.md §2.4, §6): a task that overflows its
  * stack into the guard page is reported and the program aborts; every
  * other SIGSEGV reaches the handler that was there before gmp_init (the
  * program's, a sanitizer's, or the default action). Each case that crashes

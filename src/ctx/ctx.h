@@ -2,7 +2,7 @@
  * registers. Everything above this header is portable C.
  *
  * A gobuf holds exactly the state the C calling convention obliges a callee
- * to preserve (design.md §14), plus the resume address. Saving a context is
+ * to preserve (design.md §14.1), plus the resume address. Saving a context is
  * therefore the same as "being in the middle of a call": whoever resumes the
  * gobuf sees gmp__ctx_mcall (or gmp__ctx_swap) return normally, with every
  * callee-saved register as it was. Caller-saved registers need no saving,

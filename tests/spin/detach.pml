@@ -1,5 +1,5 @@
 /* Detaching a P from a task that runs past its slice (design.md §13 and
- * the preemption section of Part II), as a Promela model for SPIN.
+ * §37), as a Promela model for SPIN.
  *
  * Three parties share one P:
  *
