@@ -1,5 +1,7 @@
 /* The runtime's one allocator pair. Everything the runtime allocates goes
- * through here, so tests can assert that shutdown freed all of it. */
+ * through here, so tests can assert that shutdown freed all of it, and
+ * fault.h can make an allocation fail (docs/hacking.md, "Allocation and
+ * fault injection"). */
 #include <stdlib.h>
 
 #include "export_test.h"

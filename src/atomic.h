@@ -1,4 +1,4 @@
-/* The only door to atomic operations in libgmp.
+/* The only door to atomic operations in libgmp (design.md §40).
  *
  * Everything goes through libatomic_ops (AO), and every operation names its
  * memory order in its own name, because AO's unsuffixed operations are

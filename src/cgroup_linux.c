@@ -19,8 +19,8 @@
  * <path> is this process's cgroup from /proc/self/cgroup ("0::/path" for
  * v2, "N:...,cpu,...:/path" for v1), made relative to the mount's root.
  * A quota in any ancestor also binds us, so we walk from our cgroup up to
- * the mount and keep the tightest one (Go 1.25 reads only the leaf; see
- * maxprocs.c for every difference from Go).
+ * the mount and keep the tightest one (Go 1.25 reads only the leaf;
+ * design.md §34 lists every difference from Go).
  *
  * Everything here runs on sysmon (once a second) or in gmp_init, on the
  * thread's own stack with no allocation but stdio's, and leaves errno as

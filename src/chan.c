@@ -1,30 +1,12 @@
-/* Channels (design.md §9.6; the design and its invariants are in chan.h).
- *
- * Every operation takes the channel lock, a gmp__mutex: critical sections
- * are a few dozen instructions and never hold it across a switch (a
- * sleeper's lock is released by gmp__waiter_sleep once it is committed to
- * sleeping, in park's unlock function for a task).
- *
- * The fast paths, in Go's order of preference:
- *
- *   send  a receiver is waiting: copy the value straight into its slot
- *         and wake it (a task goes into this P's runnext, so a
- *         communicate-and-wait pair runs back to back on one P); else
- *         room in the buffer: append; else queue ourselves and sleep until
- *         a receiver takes the value from our slot, or close says -EPIPE.
- *   recv  closed and drained: -EPIPE; a sender is waiting: take its value
- *         (unbuffered) or the buffer's head, refilling the tail from the
- *         sender (buffered, so full); else an element is buffered: take
- *         it; else queue ourselves and sleep until a sender fills our
- *         slot, or close zeroes it and says -EPIPE.
- *
- * Wakers wake after dropping the lock, to keep the critical section short;
- * the woken party cannot run before its waiter is marked woken, so its
- * queue entry and slot stay valid until then.
+/* Channels (design.md §9.6 the contract, §28.9 the design): gmp_chan_new,
+ * the blocking and try_ sends and receives, close and free. The structure
+ * and the pieces select.c shares are in chan.h; sleeping and waking go
+ * through waiters (wait.h).
  *
  * A blocking send or receive is a switch point even when it need not
- * block (design.md §2.2), so a task that keeps a buffered channel busy still
- * yields when sysmon says its slice is over. The try_ calls never switch.
+ * block (design.md §2.2), so a task that keeps a buffered channel busy
+ * still yields when sysmon says its slice is over. The try_ calls never
+ * switch.
  */
 #include <limits.h>
 #include <stdint.h>

@@ -1,41 +1,11 @@
-/* Channels (Go's hchan) and the pieces select.c shares with chan.c.
- *
- * A channel is a lock, a ring buffer of `cap` elements and two queues of
- * waiting parties: receivers that found nothing to take and senders that
- * found no room. Go's invariants hold at every unlock:
- *
- *   - at most one of recvq and sendq is non-empty;
- *   - qcount > 0 implies recvq is empty (a receiver would have taken it);
- *   - qcount < cap implies sendq is empty (a sender would have used it).
- *
- * Who sleeps and who is queued are separate objects, as in Go, where a
- * goroutine (g) waits and one sudog per channel stands in its queues:
- *
- *   gmp__waiter  the sleeper (wait.h): a task or a thread, its state word,
- *                the result a waker reports (w->result) and which queue
- *                entry won (w->aux). One per blocking call.
- *   gmp__sudog   one entry in one channel's queue, pointing at its waiter.
- *                A plain send or receive has one; a select has one per
- *                case, all pointing at the same waiter.
- *
- * A waker that dequeues an entry must own its waiter before it hands data
- * over. An entry whose waiter only this queue can wake (a plain send or
- * receive: no deadline, no other queue) is owned by whoever dequeues it
- * under the channel lock; its waiter goes straight from PENDING to WOKEN
- * in gmp__waiter_wake, unclaimed, which saves an atomic per hand-off (the
- * claim exists to settle races, and there is none to settle). A "shared"
- * entry (a select's) is owned only after
- * gmp__waiter_claim succeeds: a select waiter sits in several queues and
- * may have a deadline, and the claim's CAS makes exactly one of the
- * wakers, or the deadline, win. A waker that loses the claim drops the
- * entry (the sleeper will unlink its other entries itself) and looks at
- * the next one.
- *
- * Everything about a queued entry is protected by its channel's lock. The
- * entries and the waiter live on the sleeper's stack: a waker must be done
- * with both before it calls gmp__waiter_wake, and the sleeper must hold
- * every involved channel lock while it unlinks its leftover entries, so no
- * waker can be looking at them when its stack frame goes away.
+/* Channels (Go's hchan) and what select.c shares with chan.c: the channel
+ * structure, the queue entry (gmp__sudog) and its queue operations, and the
+ * buffer and direct-handoff helpers both files use. design.md §9.6 is the
+ * contract; §28.9 gives Go's invariants, which hold at every unlock, and
+ * the rules for queue entries: everything about a queued entry is
+ * protected by its channel's lock, and an entry and its waiter (wait.h)
+ * live on the sleeper's stack, so a waker is done with both before it
+ * wakes the sleeper.
  */
 #ifndef GMP_CHAN_H
 #define GMP_CHAN_H

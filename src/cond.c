@@ -1,52 +1,16 @@
-/* gmp_cond: Go's notifyList (runtime/sema.go) on waiters, with a deadline
- * (the words are described in sync.h).
+/* gmp_cond: Go's notifyList (runtime/sema.go) on waiters (wait.h), with a
+ * deadline; the words are described in sync.h. design.md §9.4 is the
+ * contract; §28.7 the design: why a waiter counts itself in and goes on
+ * the list in one step while it still holds the user's mutex (Go's
+ * ticket window cannot live with a waiter that gives up), how a signal
+ * and a deadline race through the waiter's claim, and two tasks taking
+ * turns: cond_park_unlock hands the mutex to the woken waiter it runs
+ * next, and notify_slow's quiet wake wakes no idle P for a waiter that
+ * could only sleep on the mutex its signaller holds.
  *
- * Go's notifyList hands each waiter a ticket (wait++) while it still holds
- * the user's mutex, and only after unlocking the mutex puts the waiter on
- * the list, under the list's lock; a signal advances notify and wakes the
- * waiter holding that ticket, or, if it has not reached the list yet,
- * leaves the ticket behind for it to find. That window between ticket and
- * list is what a timed wait cannot live with: a waiter that gives up must
- * take its ticket back, and a signal cannot tell a ticket given back from
- * one still on its way, so it would be spent on nobody and the next
- * waiter would miss it.
- *
- * So here the ticket and the list entry are one step, under the list's
- * lock, taken while the caller still holds the user's mutex: the waiter
- * appends itself and counts itself in (wait++), and releases the list
- * lock and then the user's mutex only once its sleep is committed, in the
- * waiter's unlock function (on g0 for a task, after it is off its stack),
- * as every primitive here does with its own lock. Every waiter counted in
- * wait is then on the list until it is taken off, and whoever takes it
- * off counts it out (notify++): a signal (the oldest waiter), a
- * broadcast (all), or the waiter itself when its deadline passed first.
- * wait == notify still says "nobody waits" in two loads, without the lock,
- * as Go's fast path does.
- *
- * The race of a signal with a deadline is settled by the waiter's claim
- * (wait.h): a signal takes the oldest waiter off the list and claims it;
- * if its deadline has claimed it first, the signal goes on to the next
- * waiter, so a waiter that timed out never eats a signal, and a waiter
- * that a signal claimed returns 0 even if its deadline passed meanwhile.
- * No waiter returns 0 without a signal or broadcast that took it off the
- * list: there are no spurious wakeups.
- *
- * Unlocking the user's mutex in the unlock function means a task's unlock
- * of it runs on g0, where gmp_mutex_unlock may wake (ready) a task
- * sleeping on the mutex into this P, and never switches (a handoff's
- * yield does nothing off a task).
- *
- * Taking turns. Two tasks that alternate through one cond (signal, then
- * wait in turn) go through cond_park_unlock, which hands the mutex from
- * the parker to the woken waiter it runs next without unlocking it, and
- * through the quiet wake in notify_slow, which wakes no idle P for a
- * waiter that could only sleep on the mutex its signaller holds (both in
- * design.md §28.7).
- *
- * Lost wakeups. A signaller that changed the condition under mu and then
- * signals (mu held or just released) ordered its look at wait after the
- * waiter's increment: the waiter counted itself before releasing mu. A
- * signal that does not hold mu and races the wait may miss it, as in Go.
+ * The user's mutex is unlocked in the waiter's unlock function: for a
+ * task, on g0, where gmp_mutex_unlock may ready a task sleeping on the
+ * mutex and never switches (a handoff's yield does nothing off a task).
  */
 #include "preempt.h"
 #include "scheduler.h"

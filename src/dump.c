@@ -10,6 +10,9 @@
  * and, at the end of the file, the section that carries the gdb extension
  * (src/gdb/) into every program and library that links libgmp.
  *
+ * design.md §7.2 and §7.3 are the contract; docs/debugging.md shows the
+ * lines and says what each field means.
+ *
  * Everything reads the scheduler racily, without a lock: a snapshot for
  * humans. Walking gmp__allg needs none: it only grows (prepend with a
  * release store, g.c) and Gs are never freed while the runtime runs. The

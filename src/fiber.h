@@ -1,4 +1,4 @@
-/* Telling the checkers about stack switches.
+/* Telling the checkers about stack switches (design.md §22.4).
  *
  * AddressSanitizer, ThreadSanitizer and Valgrind all assume one stack per
  * thread unless told otherwise. Every switch in the runtime goes through
@@ -17,8 +17,9 @@
  * poison behind, so the code that reuses those bytes unpoisons them first.
  *
  * TSan: each G owns a fiber (created with the G, kept across reuse,
- * destroyed at shutdown); each M's g0 uses the thread's own. Switching
- * with flags 0 makes the switch a synchronisation point, which it is.
+ * destroyed at shutdown); each M's g0 has one of its own, replaced every
+ * GMP__TSAN_G0_ROUNDS switches (see gmp__fiber_m_init). Switching with
+ * flags 0 makes the switch a synchronisation point, which it is.
  *
  * Valgrind: task stacks are registered when allocated (stack.c).
  *

@@ -1,55 +1,16 @@
-/* Tasks as objects (g.h): the status names and the cold paths of the
- * status helper (internal.h), allocation, the free lists that recycle
- * dead Gs with their stacks, and the sweep that trims the stacks left in
- * those lists.
+/* Gs as objects (g.h): the status names and the cold paths of the status
+ * helper (internal.h), allocation (gmp__malg, which carves a G and its
+ * stack from stack.c's regions), the all-G list, the free lists that
+ * recycle dead Gs with their stacks, and the sweep that trims the stacks
+ * left in those lists. design.md §33.2 explains the lists and the sweep.
  *
  * Dead Gs are cached as Go caches them: up to 64 on each P (owner only),
- * the rest on the global list in batches of 32 (gfree.lock). A task that
- * went deep gives its stack's pages back as it ends (goexit0, stack.c);
- * the sweep catches what that check missed, by aging the global list in
- * generations rather than by walking it:
- *
- *   young   where Ps put their batches (gfput, gfpurge);
- *   old     what young held at the last rotation;
- *   clean   batches whose every G is TRIMMED.
- *
- * gfget takes from young, then old, then clean: stacks whose pages are
- * still committed first, trimmed ones (which fault their pages back in)
- * last. About once a second (a period) sysmon looks at old. If it is
- * empty, it rotates: old = young, young = empty, two pointer moves under
- * gfree.lock. If not, what is still there sat a whole period in old with
- * nobody taking it, so sysmon ages it out: it takes one batch at a time
- * (the rest of old, young and clean stay open to spawners), trims every G
- * in it that is not TRIMMED already, with gfree.lock released, and puts
- * it on clean; once old is empty it rotates. A G that a spawner reuses
- * leaves the lists, so reuse, not a per-G mark, is what keeps a stack from
- * being trimmed; a G is trimmed at most once each time it is freed; and a
- * cached G that nobody wants costs no work after it has reached clean, so
- * an idle program settles to no sweep work at all.
- *
- * The cost is bounded by time, not by the number of Gs: at most
- * SWEEP_SLICE_NS of aging every SWEEP_EVERY_NS (5% of a CPU) however long
- * old is, so that a burst of a million tasks is aged out over some seconds
- * rather than in one long stall; sysmon makes rounds that often while it
- * ages (gmp__gfree_sweep's return value caps its deep sleep) and none more
- * for the sweep once nothing is left. While aging, sysmon holds only the
- * batch it is trimming, inside one call, so spawners never find the lists
- * emptied by the sweep (which would make them allocate fresh Gs), and
- * sysmon holds nothing when it stops.
- *
- * Per-P caches must reach young to age. At each rotation sysmon first
- * moves the caches of idle Ps itself (under sched.lock, which owns idle
- * Ps) and bumps sched.gfsweepgen, so that each running P moves its cache
- * at its next schedule_slow: a running P churns its cache anyway, and once
- * a period costs it one batch move.
- *
- * Why not trim when a P moves a batch of 32 to the global list? That
- * happens every 32 exits under a spawn-heavy load, whose Gs are reused at
- * once: a system call per G there would triple the cost of spawn_join, for
- * stacks that are mostly shallow and about to be reused anyway. Why not
- * mark each G (used / idle) and walk the lists every period, as this file
- * did at first? That walk costs time for every cached G every period,
- * forever, trimmed or not, and took the list from spawners while it ran.
+ * the rest on the global list in batches of 32 (gfree.lock). The global
+ * list is kept in three generations, young, old and clean, which sysmon
+ * rotates about once a second; gmp__gfree_sweep trims what sat a whole
+ * period in old, a batch at a time, and moves it to clean. Running Ps move
+ * their own caches to young when sched.gfsweepgen moves. The sweep's
+ * budget is SWEEP_SLICE_NS of work every SWEEP_EVERY_NS.
  */
 #include <string.h>
 

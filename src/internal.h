@@ -5,8 +5,9 @@
  * declares its own functions in its own header beside its .c; tests reach
  * the runtime through export_test.h.
  *
- * Read src/sched.c's opening comment first: it explains the design. Here,
- * every shared field says who owns it and what protects it:
+ * Read src/sched.c's opening comment first, and docs/design.md §21 for the
+ * states and owners. Here, every shared field says who owns it and what
+ * protects it, in one of four words:
  *
  *   "owner"      only the M that holds the object (the P's M; the G's M
  *                while it runs) reads or writes it; no atomics needed.

@@ -23,6 +23,8 @@
  *                          (sysmon's retake window)
  *   runq.c   runq_grab     between copying a victim's slots and the head
  *                          CAS that commits the steal
+ *   preempt.c gmp__preempt_detach  after sysmon's claim CAS, before the
+ *                          barrier (the task's thread may enter meanwhile)
  *
  * None holds a lock. A jitter does nothing half the time; otherwise it
  * spins up to ~256 pauses, yields the CPU, or (rarely) sleeps a few

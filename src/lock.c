@@ -1,4 +1,5 @@
-/* gmp__mutex and gmp__note on futexes (see lock.h for the word states). */
+/* gmp__mutex and gmp__note on futexes (see lock.h for the word states;
+ * design.md §39 for where the runtime's locks nest). */
 #include "internal.h"
 
 /* How long a contended acquisition spins before it yields, and how often

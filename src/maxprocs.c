@@ -1,40 +1,16 @@
 /* The default number of Ps, and keeping it in step with the CPUs the
- * process may use (Go 1.25's container-aware GOMAXPROCS).
+ * process may use (Go 1.25's container-aware GOMAXPROCS). design.md §5.4
+ * is the contract; §34 the design and where it differs from Go's.
  *
  * Unless the user chose a number (gmp_config.maxprocs, $GMP_MAXPROCS or
  * gmp_set_maxprocs), maxprocs is
  *
- *     min(CPUs in the affinity mask, ceil(cgroup CPU quota / period))
+ *     min(CPUs in the main thread's affinity mask,
+ *         ceil(cgroup CPU quota / period))
  *
- * and sysmon re-reads both about once a second and resizes when the
- * result changes (a `taskset -p`, a `docker update --cpus`, a move to
- * another cgroup). Once the user has chosen, nothing is adjusted again.
- *
- * Go 1.25 (runtime/cgroup_linux.go, defaultGOMAXPROCS and
- * adjustCgroupGOMAXPROCS; internal/runtime/cgroup) does the same, and we
- * differ where our situation differs:
- *
- *  - Go raises any cgroup limit below 2 to 2, so a 0.5-CPU or 1-CPU
- *    container still gets two Ps: Go's collector wants a second P for its
- *    background work. We have no collector, and every extra running thread
- *    in a small quota only gets throttled, so we only round up: 0.5 and
- *    1.0 CPU give 1 P, 1.5 gives 2, 2.5 gives 3 (so a fractional quota
- *    above 1 still gets at least 2, as in Go).
- *  - Go reads the quota of the leaf cgroup only (its comment admits that
- *    a tighter parent is missed); we take the tightest quota from our
- *    cgroup up to the root of the mount, as the kernel enforces them all.
- *  - Go joins the mount point and the cgroup path and ignores the mount's
- *    root (field 4 of mountinfo); we strip it, so a bind-mounted sub-tree
- *    resolves, and give up on paths outside it.
- *  - Go finds its cgroup once at startup and does not notice being moved;
- *    we read /proc/self/cgroup at each check (the mount is found once).
- *  - Go re-counts the affinity of the thread that runs sysmon, which
- *    `taskset -p <pid>` does not change; we count the main thread's mask,
- *    which it does (and so does a cpuset cgroup, for every thread).
- *  - Go applies a new value from a goroutine with the world stopped; our
- *    procresize needs only sched.lock, so sysmon calls it directly.
- *  - Go has GODEBUG=containermaxprocs=0 and updatemaxprocs=0; here
- *    $GMP_MAXPROCS (or a config value) is the one way to opt out.
+ * and sysmon calls gmp__maxprocs_update about once a second, which
+ * resizes when the result changes. The quota is read by cgroup_linux.c
+ * (the tightest from this process's cgroup up to the mount's root).
  */
 #include "internal.h"
 #include "maxprocs.h"

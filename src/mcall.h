@@ -3,7 +3,8 @@
  * one of a task, which goexit1 (task.c) makes by hand because it never
  * comes back. The registers are saved and loaded by src/ctx; around each
  * jump go the sanitizer and Valgrind annotations of fiber.h, and the
- * task's errno, which travels with the task from thread to thread.
+ * task's errno, which travels with the task from thread to thread
+ * (design.md §22.2).
  */
 #ifndef GMP_MCALL_H
 #define GMP_MCALL_H

@@ -1,4 +1,4 @@
-/* The epoll side of the network poller (netpoll.h). */
+/* The epoll side of the network poller (netpoll.h; design.md §30.1). */
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>

@@ -5,7 +5,8 @@
  * reader and writer wait slots) and turns readiness into runnable tasks.
  * The scheduler polls without blocking before it steals, and the last M to
  * go idle polls with a timeout (the next timer), so tasks waiting on I/O
- * hold no thread and a program idle on sockets uses no CPU.
+ * hold no thread and a program idle on sockets uses no CPU. design.md §30
+ * explains the poller.
  */
 #ifndef GMP_NETPOLL_H
 #define GMP_NETPOLL_H

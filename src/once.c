@@ -1,20 +1,9 @@
-/* gmp_once: Go's sync.Once (the words are described in sync.h).
- *
- * done is the whole fast path: one load-acquire, which pairs with the
- * store-release of done after fn has returned, so a caller that sees 1
- * also sees everything fn did. A caller that sees 0 takes the once's
- * mutex; the first to get it runs fn while holding it, and the others,
- * sleeping on the mutex, get it afterwards, see done (under the mutex, so
- * a plain look would do) and leave. Sleeping on the mutex is what makes
- * concurrent callers wait for fn: there is no separate wait queue.
- *
- * Why not a CAS on done to pick the runner, as a first guess would have
- * it: the losers would return before fn has finished, which is exactly
- * what the contract forbids (Go's sync.Once says the same).
- *
- * fn runs outside the runtime bracket (preempt.h): it is the program's
- * own code and may run long, so sysmon must be free to detach its P.
- * Parking on the mutex brackets itself, inside gmp_mutex_lock.
+/* gmp_once: Go's sync.Once; the words are described in sync.h. design.md
+ * §9.3 is the contract; §28.6 the design: a done flag whose load-acquire
+ * is the whole fast path (it pairs with the store-release of done once fn
+ * has returned), and the once's gmp_mutex, held by the caller that runs
+ * fn, on which every concurrent caller sleeps until fn has returned. fn
+ * runs outside the runtime bracket (preempt.h), as the program's own code.
  */
 #include "sync.h"
 

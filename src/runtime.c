@@ -1,18 +1,10 @@
-/* The runtime's lifecycle (design.md §1): settings, gmp_init, gmp_shutdown,
- * gmp_main, and the calls that must start the runtime or see it stopped.
- *
- * States:  OFF -> RUNNING -> DRAINING -> OFF
- *
- * api_lock serialises gmp_init and gmp_shutdown as wholes. rt_lock (a
- * writer-preferring rwlock) guards the state word against calls from
- * threads that hold no P: they hold it for reading around their use of
- * the scheduler (gmp__rt_hold and gmp__rt_release, runtime.h), so
- * gmp_shutdown, which takes it for writing to leave RUNNING, knows none of
- * them is half-way through a spawn, and its teardown, none is half-way
- * through a ready (task.c), a stats read or a dump. Tasks need no lock:
- * while one exists, the runtime cannot finish draining. Nothing holding
- * it for reading may take it again (a writer waiting in between would
- * deadlock them).
+/* The runtime's lifecycle: settings and the GMP_* variables, gmp_init,
+ * gmp_shutdown, gmp_main, gmp_stats_read, gmp_set_maxprocs, and the
+ * runtime hold (gmp__rt_hold, gmp__rt_release: runtime.h says when it
+ * holds). design.md §1 is the contract; §35 the design: the states
+ * OFF -> RUNNING -> DRAINING -> OFF, the two locks that guard them
+ * (api_lock, and rt_lock behind the hold), the drain's Dekker pair with
+ * gmp__pidleput, and the teardown.
  */
 #include <ctype.h>
 #include <errno.h>

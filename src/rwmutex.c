@@ -1,76 +1,15 @@
-/* gmp_rwmutex: Go's sync.RWMutex on the runtime semaphore (the words are
- * described in sync.h), whose readers move to per-P slots when they
- * contend.
+/* gmp_rwmutex: Go's sync.RWMutex on two runtime semaphores (sema.c) and a
+ * gmp_mutex for writers, whose readers move off the shared word onto
+ * per-P reader slots when they contend. design.md §9.2 is the contract;
+ * §28.5 explains the design: Go's algorithm, the slots and the Dekker pair
+ * between a reader's claim and a writer's scan, when a lock uses slots, why
+ * a runlock need not be its rlock's task's, and how misuse and an
+ * abandoned trylock are caught. sync.h says what each word holds
+ * (reader_count's fields, reader_wait's HELD and ABANDONED states).
  *
- * Go's algorithm. reader_count carries both sides. A reader adds 1: if the
- * result is non-negative no writer is pending and it is in. A writer first
- * takes the writers' mutex w (so writers line up among themselves there),
- * then subtracts WRITER: from that moment every new reader finds the count
- * negative and sleeps on reader_sem, and the value the writer's add
- * returns tells it how many readers were already in. It adds that number
- * to reader_wait and, unless it is zero, sleeps on writer_sem. Each of
- * those readers, leaving, finds reader_count negative (a writer is
- * pending) and decrements reader_wait; the one that takes it to zero
- * releases the writer. The writer's unlock adds WRITER back, which lets
- * new readers in at once, and then releases reader_sem once per reader
- * that queued behind it (the add's result says how many) before dropping
- * w, so the readers that waited go in before the next writer. reader_wait
- * may go below zero for a moment: a reader the writer counted may leave
- * between the writer's two adds.
- *
- * Reader slots. With every reader adding to one word, two cores that only
- * read-lock pass that word's cache line back and forth on every lock and
- * unlock, and that transfer is the whole cost. So once the readers of a
- * rwmutex contend (read locks that find another reader in the count step
- * the HOT field of reader_count, one in 64 of them per thread, and its
- * sixteenth step carries into SLOTS), a reader
- * that finds no writer does not write the word: it claims a slot in a
- * table shared by all rwmutexes, in the stripe (one cache line of slots)
- * of its P, by writing the rwmutex's address there with one CAS, and its
- * runlock clears that slot with one CAS. Readers on different Ps touch
- * different lines. The task (or, for a thread running no task, the
- * thread) records which slot it took, so that runlock finds it wherever
- * the task runs by then.
- *
- * The readers in are then those in reader_count's count field plus the
- * slots that hold the rwmutex's address. A writer that finds SLOTS set,
- * after its subtraction, takes every such slot (CAS to empty) and adds
- * their number to the count and to the readers it waits for: those readers
- * are now counted as if they had added 1 themselves, and each, leaving,
- * finds its slot gone and leaves through the count (Go's path). A reader
- * that claims a slot checks reader_count after its CAS (a Dekker pair with
- * the writer's subtraction and its scan): either the writer's scan sees
- * the claim, or the reader sees the writer and takes its claim back (if
- * that CAS fails, the writer took the slot and counted it, and the reader
- * is in). So a claim no writer sees is always taken back, and a reader
- * that stays in is always counted. A writer whose scan found no reader on
- * a slot turns SLOTS off at its unlock: readers that contend again turn
- * it back on. A lock written often thus stays on the count, as Go's, and
- * its writers scan nothing; one that is only read leaves the count alone.
- * While SLOTS is off no slot holds the rwmutex (the writer that turned it
- * off emptied them all, and a claim checks SLOTS after its CAS).
- *
- * Readers are not tied to tasks: the task that runlocks need not be the
- * one that rlocked. A runlock without a slot record of its own (or whose
- * slot was taken) gives back one unit from wherever one is: from the
- * count when it holds readers, else from any slot of the rwmutex. Which
- * reader's unit it takes does not matter, only that the total drops by
- * one; a reader whose slot another runlock took leaves the same way later.
- * The count is only ever decremented by a CAS from a value whose count
- * field is not zero, so the fields above it never see a borrow. Only when
- * neither place holds a unit can the runlock be a misuse, and a scan may
- * miss a unit that moves while it looks, so the misuse is decided on a
- * snapshot (two identical collections of the rwmutex's slots around one
- * read of reader_count); a snapshot that shows readers means try again.
- *
- * States of reader_wait: readers a pending writer waits for (small, may
- * dip below zero); HELD plus what its unlock needs (held_word) from the
- * moment a writer holds the lock to its unlock, so that any runlock then
- * (which has nothing to give back) is caught at once; ABANDONED plus a
- * count when a trylock found readers on slots only after it had announced
- * itself (they claimed between its look and its subtraction): it cannot
- * wait, so it leaves, and the reader that takes the count down to
- * ABANDONED does the unlock it would have done.
+ * Here: the lock and unlock paths, the slot table that every rwmutex
+ * shares (described where it is defined, below), and the record through
+ * which a task or thread finds its slot again.
  *
  * Memory order. A reader's way in reads the writer's unlock add (its check
  * of reader_count, acquire, or its add, full). A runlock publishes the

@@ -1,60 +1,50 @@
 /* The scheduler: schedule -> findrunnable -> execute, the idle Ms and the
- * spinning protocol, Ps and their handoff. A C rendition of the design of
- * Go's runtime/proc.go, which this file shares with task.c (the task API:
- * spawn, yield, park, ready, exit), thread.c (an M's life, from its
- * creation to its exit) and runq.c (the run queues).
+ * spinning protocol, the Ps (acquire, release, the idle list, procresize
+ * and retiring), P handoff and locked Ms, and the scheduler's start and
+ * stop. A C rendition of Go's runtime/proc.go, which this file shares with
+ * task.c (spawn, yield, park, ready, exit), thread.c (an M's life), runq.c
+ * (the run queues) and sysmon.c (retaking Ps, ending long slices).
+ * design.md §21 to §27 and §34 describe all of it; this comment is the
+ * short version of the core, and the book does not repeat it.
  *
  * G, M and P
  * ----------
  * G  a task: a function, its stack and its saved registers (g.c).
  * M  an OS thread the runtime created. Its own stack is its "g0" stack,
  *    where all scheduling code runs; task code never runs there.
- * P  a logical processor: a run queue, caches (free Gs, task ids) and the
- *    right to run tasks. There are gomaxprocs Ps; an M must hold one to run
- *    a task, so at most gomaxprocs tasks run at once, while any number of
- *    Ms may exist (blocked in syscalls, idle, spinning).
- *
- * A task gives up its M only at a switch point: it calls gmp__mcall(fn)
- * (mcall.h), which saves its registers in g->sched and runs fn on the M's
- * g0 stack; fn (park_m, gosched_m, goexit0, ... in task.c) records the
- * task's new state and calls schedule(), which never returns: it finds the
- * next G and jumps into it with gmp__gogo. Nothing ever returns to a g0 frame, so every mcall starts
- * g0 afresh at m->g0sp.
- *
- * Where work lives
- * ----------------
- * A P's local queue (runq.h) is lock-free: a 256-slot ring the owner pushes
- * and pops, thieves steal half of, plus runnext, the G readied by the
- * running G, which runs next and inherits the time slice (so a pair of
- * tasks talking through a channel runs back to back). A full ring spills
- * half of itself to the global queue (sched.runq, under sched.lock), which
- * also receives work from threads that hold no P. findrunnable looks, in
- * order: the global queue once every 61 schedticks (so it cannot starve),
- * the local queue, the global queue (a batch), then steals from other Ps in
- * a random order, four passes, runnext only on the last.
+ * P  a logical processor: a run queue, a cache of dead Gs and the right to
+ *    run tasks. There are gomaxprocs Ps; an M must hold one to run a task,
+ *    so at most gomaxprocs tasks run at once, while any number of Ms may
+ *    exist (blocked in syscalls, idle, spinning).
  *
  * Parking and unparking Ms (the spinning protocol)
  * ------------------------------------------------
  * Idle Ms sleep on a futex note; waking one on the other CPU costs 30-40 µs
  * here, so we must neither wake Ms needlessly nor leave a P idle while
- * work waits. Go's answer, followed exactly:
+ * work waits. Go's answer, followed exactly (design.md §24 says where in
+ * the code each rule and each barrier is):
  *
  *  - An M that has run out of local work becomes "spinning" (counted in
- *    sched.nmspinning) while it looks for work to steal; at most half the
- *    busy Ps' worth of Ms spin.
+ *    sched.nmspinning) while it looks for work to steal. At most half the
+ *    busy Ps' worth of Ms spin: with many Ps and little parallelism,
+ *    spinning is wasted CPU.
  *  - Whoever submits work (runq_put + wakep, on gmp_go and gmp_ready)
- *    wakes an M only if there is an idle P and no M is spinning (wakep);
- *    a spinning M will find the work.
- *  - The last spinning M to find work wakes another (resetspinning), so
- *    parallelism ramps up one M at a time while work keeps appearing.
- *  - The hard part is the transition from spinning to parked, which races
- *    with submissions: submitter and spinner each do "write my side,
- *    #StoreLoad barrier, read the other side". The submitter writes the
- *    queue then reads nmspinning; the spinner decrements nmspinning (a
- *    full-barrier RMW) and then re-checks every queue. At least one of the
- *    two sees the other, so work is never stranded. The global queue needs
- *    no such care: Ms re-check it under sched.lock before they give up
- *    their P.
+ *    wakes an M only if there is an idle P and no M is spinning; a
+ *    spinning M will find the work by itself.
+ *  - The M that wakep starts begins spinning. A spinning M that finds work
+ *    stops spinning (resetspinning), and if it was the last spinner it
+ *    calls wakep: there may be more work, so parallelism ramps up one M at
+ *    a time while work keeps appearing.
+ *  - The hard part is the moment a spinner gives up, which races with
+ *    submissions: a submitter that saw a spinner wakes nobody, so the
+ *    spinner must see its work before it parks. Each side does "write my
+ *    side, #StoreLoad barrier, read the other side": the submitter writes
+ *    the queue, then reads nmspinning; the spinner gives up its P,
+ *    decrements nmspinning (a full-barrier RMW), then re-checks every
+ *    queue. At least one of the two sees the other, so work is never
+ *    stranded. The global queue needs no such care: submitters write it
+ *    under sched.lock, and Ms re-check it under sched.lock before they give
+ *    up their P.
  *  - sched.needspinning closes the last gap: a spinner that finds work but
  *    no idle P sets it, and an M about to drop its P sees it under
  *    sched.lock and starts spinning instead.
@@ -63,19 +53,6 @@
  * scale); handing the readied G directly to a freshly woken M (thrashes
  * threads and destroys locality); waking an M for every readied G whenever
  * a P is idle (most wake only to find nothing and park again).
- *
- * Changing gomaxprocs without stopping the world
- * ----------------------------------------------
- * Go stops the world to resize allp. We only ever grow allp (Ps are never
- * freed while the runtime runs) and let a P beyond gomaxprocs retire itself
- * at its holder's next schedule(): its queue goes to the global queue and
- * it becomes DEAD instead of idle. Growing just adds idle Ps. Shrinking
- * makes idle Ps beyond the count DEAD at once; a P that becomes DEAD hands
- * its timers to P0 (p_die). A held one is retiring until its
- * holder notices, which a task in a long syscall or a long computation
- * would delay; so meanwhile every walker that looks for work or timers
- * covers it (they go up to sched.nallp, not gomaxprocs), and sysmon asks
- * its task to yield and takes it from a syscall at first sight.
  */
 #include <limits.h>
 #include <stdio.h>

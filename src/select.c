@@ -1,54 +1,9 @@
 /* gmp_select (Go's selectgo): wait for whichever of several channel
- * operations can proceed first.
- *
- * One select, one sleeper
- * -----------------------
- * A select sleeps once, however many cases it has: it has one gmp__waiter
- * (the sleeper: task or thread, state word, result) and one gmp__sudog per
- * case, each queued on its own channel and pointing at that one waiter.
- * So the same waiter can be found by any number of wakers at once: a
- * sender on one channel, a receiver on another, a close of a third, and the
- * select's own deadline. Exactly one of them must win, and it must know it
- * won before it moves any data:
- *
- *   - Each waker that dequeues one of our entries (under that channel's
- *     lock) calls gmp__waiter_claim on the shared waiter, a CAS from
- *     PENDING to CLAIMED. One CAS can succeed. The winner hands its value
- *     over through its own entry (the case's elem), records that entry in
- *     w->aux and the case's result in w->result, drops its lock and wakes
- *     us. A loser has only unlinked our entry from its queue; it forgets
- *     it and moves on to the next entry of its queue, as if we had never
- *     been there (chan.h's gmp__waitq_pop).
- *   - The deadline's timer races through the same CAS (PENDING to
- *     TIMEDOUT), so a select that timed out was never half-completed by a
- *     sender, and one that completed never reports a timeout.
- *   - The same channel may appear in several cases: each case has its own
- *     entry, and the claim makes only one of them count.
- *
- * When we wake up, entries of ours that no waker dequeued are still queued
- * on their channels, pointing into our stack. We take every lock again and
- * unlink them before returning, so no waker can hold a pointer to them by
- * the time the frame is gone (a waker only looks at an entry under its
- * channel's lock). The winner's entry is already off its queue.
- *
- * The rest follows selectgo:
- *
- *   poll order  a uniformly random permutation of the cases (Fisher-Yates
- *               on the M's cheap random, a thread-local xorshift on other
- *               threads); the first ready case in it runs, so among ready
- *               cases each is chosen with equal probability.
- *   lock order  the cases sorted by channel address, each channel locked
- *               once, so two selects (or a select and anything else) never
- *               deadlock. Sorted starting from the poll order, so several
- *               cases on one channel queue in random order.
- *   pass 1      with every lock held, look for a case that can proceed.
- *   pass 2      none: queue an entry per case (in lock order), then sleep;
- *               gmp__waiter_sleep releases the locks only once the sleep is
- *               committed (for a task, on g0 after it is off its stack).
- *   pass 3      awake: lock all, unlink our leftover entries, unlock.
- *
- * A case on a closed channel is ready: a receive gets -EPIPE once the
- * buffer is drained (its elem zeroed), a send gets -EPIPE at once.
+ * operations can proceed first. design.md §9.6 is the contract; §28.10 the
+ * design: one waiter for the whole select and one queue entry (chan.h's
+ * gmp__sudog) per case, which every waker and the deadline claim through
+ * one CAS; the random poll order, the lock order by channel address, and
+ * the three passes (look, queue and sleep, unlink what no waker took).
  */
 #include <limits.h>
 

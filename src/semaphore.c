@@ -1,30 +1,9 @@
-/* gmp_sem: a counting semaphore with FIFO waiters and deadlines (the words
- * are described in sync.h).
- *
- * Not the runtime semaphore (sema.c), which has no deadlines and lets a
- * newcomer take a count from under a woken sleeper: this one keeps a
- * queue of its own, of waiters (wait.h), so that a release goes to the
- * oldest waiter and a waiter whose deadline passes can leave.
- *
- * One signed word, state, tells the fast paths all they need: > 0 is a
- * count nobody waits for, < 0 is minus the waiters queued, 0 is neither.
- * An acquire with state > 0 and a release with state >= 0 are one CAS each
- * and take no lock. Everything else happens under the lock, and every
- * change of state to or through a negative value is made under it
- * together with the matching queue change, so under the lock the queue
- * holds exactly -state waiters whenever state < 0:
- *
- *   acquire, nothing to take:  state - 1, append ourselves, sleep
- *   release with waiters:      take the oldest off (state + 1), claim it;
- *                              claimed, it has our unit and we are done;
- *                              if its deadline claimed it first, it only
- *                              leaves, and the unit goes to the next one
- *                              (or to the count, once nobody is left)
- *   waiter's deadline passed:  if still queued, leave (state + 1)
- *
- * A release that hands its unit over never raises the count, so a unit
- * cannot be taken by a newcomer while someone waits for it: newcomers
- * find state <= 0 and queue behind.
+/* gmp_sem: a counting semaphore with FIFO waiters and deadlines; the words
+ * are described in sync.h. design.md §9.5 is the contract; §28.8 the
+ * design: why it keeps a queue of waiters (wait.h) of its own rather than
+ * using the runtime semaphore (sema.c), and the one signed word, state,
+ * that the lock-free fast paths read and that every move through a
+ * negative value changes together with the queue, under the lock.
  *
  * Memory order. A unit carries what its releaser did before releasing to
  * whoever takes it: the releaser's CAS or add is full (release is what it

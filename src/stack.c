@@ -1,86 +1,26 @@
-/* Task stacks, and the Gs that own them (design.md §6).
+/* Task stacks, and the Gs carved beside them. The contract is design.md
+ * §2.4 and §6; the design, with the numbers behind its choices, is §33.
  *
- * Stacks are carved from large anonymous regions reserved with
- * MAP_NORESERVE, so only the pages a task touches are ever committed. Each
- * slot is a guard page followed by the stack; the region begins with an
- * array of the slots' Gs, one cache-line-aligned G per slot:
+ * Stacks come from large regions reserved with MAP_NORESERVE, so only the
+ * pages a task touches are committed. A region begins with its slots' Gs:
  *
  *   region:  [G0 G1 G2 ...][guard|stack 0....][guard|stack 1....] ...
  *
- * So a new G costs no allocation (and comes zeroed from the kernel), Gs
- * never share a cache line, and the memory stays mapped, as Gs must (sysmon
- * and dumps read them racily), until shutdown. The G lies outside its
- * stack's bounds [lo, hi), which the sanitizers and Valgrind are given and
- * gmp__stack_trim works within.
+ * This file hands out slots (preparing new ones in batches, through
+ * process_madvise where the kernel allows it), installs the guards
+ * (MADV_GUARD_INSTALL, else mprotect within the budget that
+ * GMP_STACK_GUARD sets), trims a dead G's stack down to its top
+ * gmp__stack_keep bytes, answers the fault handler's question
+ * (gmp__stack_guard_hit), registers stacks with Valgrind, and unmaps the
+ * regions at shutdown; nothing else is ever unmapped, since sysmon and the
+ * dumps read Gs racily.
  *
- * Why not put each G in its stack's top page, which every task touches
- * anyway, and save a G's worth (256 bytes on x86-64) per parked task? We
- * tried: with one G per page, the scheduler's walks along lists linked
- * through the Gs (run queues, free lists) miss the cache and the TLB at
- * every G, where 16 Gs to a page let the hardware prefetch them, and
- * every G sits at the same page offset, so they compete for a few cache
- * sets. spawn_join took 15-25% more CPU time and skynet 20% more. So a
- * parked task costs one page plus its G.
- *
- * A guard costs nothing with MADV_GUARD_INSTALL (Linux 6.13+: a marker in
- * the page tables, no VMA). Without it, a guard is an mprotect(PROT_NONE)
- * page that splits the region's VMA in two, and vm.max_map_count (65530 by
- * default) caps the process at about 32,000 such guards; so in "auto" mode
- * only the first max_map_count/4 stacks get one and the rest are carved
- * unguarded (adjacent unguarded stacks share one VMA), leaving half the
- * mappings to the program. "always" guards every stack and fails
- * allocations once the kernel refuses; "never" guards none.
- *
- * New slots are prepared in batches (up to 64, growing from a few so that
- * a small program commits little): one process_madvise(2) on ourselves
- * installs the guards of the whole batch, and another pre-faults the top
- * pages and the batch's Gs with MADV_POPULATE_WRITE, in place of a madvise
- * and a page fault per stack (faulting pages in by the batch costs about
- * 20% less than taking the faults). Where the kernel refuses
- * process_madvise for these (before 6.13, under qemu-user or Valgrind)
- * guards fall back to one madvise each and pages are faulted in by their
- * first use. mprotect guards are still set one by one as slots are handed
- * out, within the budget above.
- *
- * Stacks are never unmapped one by one: a dead G keeps its stack for the
- * next task (g.c's free lists), and gmp__stack_trim gives the pages of an
- * unused stack back to the kernel. Regions are unmapped at shutdown.
- *
- * Trimming. A dead G's stack keeps its top gmp__stack_keep bytes (16 KiB,
- * or one page where pages are larger) committed and gives the rest back
- * with MADV_DONTNEED. 16 KiB because that is what ordinary call chains
- * through libc reach (printf alone takes a few KiB): a task that uses that
- * much would otherwise fault the same pages back in every time its G is
- * reused, and a cached G costs at most 16 KiB, four times the page a
- * parked task costs. Most tasks touch only their top page, and a system
- * call as each ends would cost several times what spawning and ending a
- * task does (about 45 ns), so the end of a task only looks at g->stklow,
- * the lowest sp of the task at any of its switch points (gmp__mcall
- * records it, in a register it has anyway), and trims at once when that
- * went below the kept top: a task that blocked while deep, as one that
- * reads into a large buffer on its stack does.
- *
- * A task that went deep and came back between switch points (recursion,
- * a large frame) is not seen then. We tried a canary word at the bottom
- * of the top page, checked as each task ends: its load is a cache miss
- * per task (a line the task never touched), which cost skynet 12-15%. So
- * such stacks are left to a sweep (g.c): sysmon ages the global free
- * list in generations, and a G that sat in it a whole period with nobody
- * taking it has its stack trimmed, unless it is TRIMMED already
- * (g->stkstate: USED when a task starts on it, TRIMMED after a trim).
- * Such a stack thus gives its pages back within two or three seconds of
- * going unused; a G reused all the time keeps them, as any cache in use
- * does; and each G costs the sweep at most one system call per time it
- * is freed and left unused, which for a shallow stack (nothing to give
- * back) is the price of not knowing. The sweep spends at most 5% of a
- * CPU, so a burst of a million tasks is aged out over some seconds, and
- * nothing once all is trimmed.
- *
- * Nothing is trimmed while a task runs on the stack: only dead Gs, by
- * their holder (the M ending the task, or the sweep, which holds the one
- * batch it took from the list while it trims it). The G itself lies
- * outside [lo, hi) and is never trimmed. Guards are not touched: trims
- * cover [lo, hi - keep), above the guard page.
+ * It pairs with g.c, whose free lists keep each dead G with its stack and
+ * whose sweep picks the cached stacks to trim; with task.c's goexit0,
+ * which trims at once a stack its task left deep (g->stklow, recorded by
+ * gmp__mcall); and with signal.c, the SIGSEGV handler. Only a dead G's
+ * stack is trimmed, by whoever holds the G, and only within [lo, hi - keep):
+ * the guard and the G, which lies outside [lo, hi), are never touched.
  */
 #include <sys/mman.h>
 #include <sys/uio.h>

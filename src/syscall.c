@@ -1,28 +1,10 @@
-/* System calls (design.md §4): keeping a P attached across a short syscall and
- * losing it to sysmon across a long one.
- *
- * Who owns the P while a task is in a syscall? We follow Go 1.26, which
- * synchronises on the G's status rather than on a P state:
- *
- *  - gmp_enter_syscall records the P (m->oldp, m->syscalltick) and stores
- *    SYSCALL into the G with a release. It writes nothing to the P: no
- *    lock, no read-modify-write, the P stays attached to the M.
- *  - sysmon (or an M leaving its own syscall and wanting that P back)
- *    CASes the G from SYSCALL to SYSCALL|SCAN. While SCAN is set the G
- *    cannot leave SYSCALL, so the inspector may detach the P from the M
- *    (m->p = NULL) and hand it off. It then clears SCAN.
- *  - gmp_exit_syscall CASes the G from SYSCALL to RUNNING (waiting out a
- *    SCAN). After that CAS nobody else may touch m->p, so: m->p still set
- *    means the fast path, done without a lock; NULL means the P was taken,
- *    and the slow path looks for one.
- *
- * Why not the P-state CAS of Go before 1.26 (a _Psyscall state that exit
- * and sysmon race to CAS)? Both schemes cost one CAS per syscall here, but
- * the G-state one leaves the P untouched on the fast path, keeps a single
- * source of truth (the G's status, which dumps and stats read anyway), and
- * lets an exiting M take back its old P even from another syscalling M
- * with the same mechanism sysmon uses. The price is a short window in
- * which a G is RUNNING without a P, handled by the slow path.
+/* System calls: gmp_enter_syscall and gmp_exit_syscall, which keep the P
+ * attached across a short call and lose it to sysmon across a long one,
+ * and the SCAN handshake (gmp__block_on_exit_syscall, gmp__syscall_takep)
+ * by which sysmon, or an M leaving its own call, takes the P of a task in
+ * a call. design.md §4 is the contract; §26.1 the design: Go 1.26's scheme,
+ * which synchronises on the G's status (SYSCALL, SYSCALL|SCAN) instead of
+ * a P state, why, and the slow path of an exit whose P was taken.
  */
 #include "fiber.h"
 #include "internal.h"

@@ -1,22 +1,10 @@
-/* Threads (design.md §5): the life of an M, LockOSThread, the template thread,
- * the thread cap.
- *
- * An M is made when startm finds no idle one (newm): allocm gives it a
- * struct, a recycled one whose thread has exited or a new one, counted
- * against the cap (checkmcount); newm1 starts its thread, which sets
- * itself up in mstart (TLS, the g0 stack's bounds, the signal stack and
- * mask) and schedules from mstart1, never to return. The M leaves with
- * gmp__mexit, which jumps back to mstart: the thread ends and its struct
- * waits on sched.freem for allocm. The scheduling an M does in between
- * (schedule, stopm, startm) is sched.c's.
- *
- * A locked task runs only on its M and its M runs only it (sched.c:
- * stoplockedm/startlockedm); a locked task that ends takes its thread with
- * it. Because a locked task may have changed its thread's state (CPU
- * affinity, name, namespaces, signal mask), threads must not be cloned
- * from a locked thread: new Ms are then created by the template thread, a
- * thread started at the first lock while the process is in a known-good
- * state, which does nothing but create threads on request (Go 1.10).
+/* Threads: the life of an M (allocm and the thread cap's checkmcount, newm
+ * and newm1, mstart and mstart1, gmp__mexit), thread creation with its
+ * EAGAIN retries, gmp_lock_os_thread and gmp_unlock_os_thread, the
+ * template thread, and gmp_set_max_threads. design.md §5 is the contract;
+ * §25 the M pool and §27 locked tasks and the template thread. The
+ * scheduling an M does between its start and its exit (schedule, stopm,
+ * startm, stoplockedm, startlockedm) is sched.c's.
  */
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* gmp__throw: the runtime's answer to a broken invariant, as Go's throw. */
+/* gmp__throw: the runtime's answer to a broken invariant, as Go's throw
+ * (design.md, "Conventions"). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

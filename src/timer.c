@@ -1,35 +1,14 @@
-/* Per-P timer heaps (timer.h).
+/* Per-P timer heaps (timer.h): starting and stopping a runtime timer, and
+ * running a P's due timers. design.md §29 explains the design: the 4-ary
+ * heap of (when, timer) pairs under each P's timers.lock, with ts->next
+ * mirroring the root for lock-free peeks (§29.1); the states IDLE,
+ * PENDING and RUNNING, and why a stopper cannot miss a run in progress
+ * (§29.1, §29.4); timers_run's batches of RUN_BATCH, whose readied tasks
+ * m->readyq collects for gmp__ready_flush (§29.2); who runs the timers
+ * (§29.3); and the re-arming of periodic timers (§29.4).
  *
- * Each P's heap is a 4-ary min-heap on `when` (Go 1.14+: shallower than a
- * binary heap, so sift-down touches fewer cache lines), under the P's
- * timers.lock, so that any thread may stop a timer. ts->next mirrors the
- * root for lock-free peeks by idle Ms and sysmon. The array holds
- * (when, timer) pairs (gmp__timer_slot): a sift compares deadlines in the
- * array and touches a timer only to write its new position, so a heap of
- * thousands of timers, each in its own cold allocation, costs a sift a
- * few lines of one array per level instead of a miss per child.
- *
- * Running them. timers_run pops the due timers in batches of RUN_BATCH
- * under one hold of the lock, runs their functions with the lock dropped,
- * and ends those runs (re-arming the periodic ones) under the hold that
- * pops the next batch. The tasks that the functions ready are not queued
- * one by one: m->readyq collects them (task.c's ready_queue), and
- * gmp__ready_flush queues each batch's at once, once its timers are done,
- * as one runq_put into runnext per task would have left them, with one
- * wakep.
- *
- * A timer's state:
- *
- *   IDLE     in no heap (never started, stopped, or done)
- *   PENDING  in heap t->p
- *   RUNNING  popped by timers_run, fn executing; stop waits it out
- *
- * timers_run sets RUNNING before it clears t->p (both under the heap
- * lock), so a stopper that sees t->p == NULL and then reads the state
- * cannot miss a run in progress. A periodic timer goes from RUNNING
- * straight back to PENDING: timers_run publishes its new t->p before the
- * state (release), so a stopper that waited the run out and then sees
- * PENDING finds the heap it is in, and removes it from there.
+ * The owners of timers are elsewhere: waiters' deadlines (wait.c), sleeps
+ * (time.c), gmp_timer (timerchan.c), descriptor deadlines (pollfd.c).
  */
 #include <string.h>
 

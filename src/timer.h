@@ -1,7 +1,7 @@
 /* Runtime timers (Go 1.14+'s design): each P keeps a 4-ary min-heap of
  * timers, run by the scheduler (findrunnable, before looking at local work)
  * and stolen by idle Ps; an M with nothing to do sleeps in the network
- * poller until the earliest timer of any P. See timer.c.
+ * poller until the earliest timer of any P. See timer.c and design.md §29.
  *
  * A timer is embedded in its owner (a waiter, a sleeping task); the
  * runtime never allocates one. Its fn runs on some M's g0 stack, outside

@@ -1,52 +1,16 @@
-/* Timers and tickers as channels, and timers that start a task
- * (design.md §10.2: Go's time.NewTimer, time.NewTicker and time.AfterFunc).
+/* Timers and tickers as channels, and timers that start a task: Go's
+ * time.NewTimer, time.NewTicker and time.AfterFunc. design.md §10.2 is the
+ * contract; §29.5 the design, and §29.4 the tick grid that puts a
+ * ticker's first tick off to a multiple of gcd(period, 1 ms).
  *
- * A gmp_timer is one runtime timer (timer.h) in a per-P heap, like a
- * sleeping task's, plus what its firing does:
- *
- *   channel  fire_chan sends the time of the fire into a channel of one
- *            int64_t with a try-send: a value nobody took yet keeps the
- *            buffer full, and the new one is dropped. It never blocks and
- *            never allocates, so it may run wherever timers run (a
- *            scheduler's g0, on the P that ran its heap).
- *   func     fire_func starts fn(arg) as a new task, on the P that ran the
- *            heap (into its runnext, as a spawn from a task would).
- *
- * A period > 0 makes the runtime timer periodic: timers_run arms it again
- * itself after the fire, on the same heap, skipping ticks already past.
- *
- * The tick grid. A ticker's first tick is put off to the next multiple of
- * gcd(period, 1 ms) on the monotonic clock, and since that grid divides
- * the period, every later tick lands on it too. Tickers of one period then
- * tick at the same instants, however far apart they were made: a thousand
- * 1 ms tickers are one batch of due timers a millisecond, run after one
- * wake-up of one M, instead of a thousand spread through it (an idle M
- * slept until each, or until the slack after it, and woke a second M for
- * the tasks it readied, some forty thousand times a second). The cost is
- * a phase: the first tick comes up to one grid step (at most 1 ms, and
- * never more than the period) after the delay, and the ticks after it are
- * exactly a period apart as before. A periodic timer made with no delay
- * ticks at once and keeps its own phase; one-shot timers (sleeps,
- * timeouts, gmp_timer_func) are never moved.
- *
- * Where it lives. Armed from a task, on the task's P; from a thread with
- * no P (a plain thread, or a task inside a gmp_enter_syscall window), on
- * P0, which never retires. When a P retires its heap moves to P0 with
- * everything in it, these timers included (sched.c's p_die).
- *
- * Stop and reset (Go 1.23's rule: no stale value after them). A stop
- * removes the runtime timer from its heap, or, if it is firing right now,
- * waits for the fire to finish (gmp__timer_stop): after it no fire of the
- * old arming is under way or to come. Any value one put in the buffer is
- * then already there, and the stop takes it out. So a receive after stop
- * or reset returns only a value of a later arming; a receiver that took a
- * value before has received it legitimately. stop and reset report
- * whether the runtime timer was still in a heap: for a ticker, always
- * while it runs.
- *
- * t->lock serialises stop, reset and free of one timer (Go's timer
- * mutex), so that two resets from two threads cannot both arm it; it is
- * held only for those short, non-blocking steps.
+ * A gmp_timer is one runtime timer (timer.h) in a per-P heap, a lock
+ * (t->lock, for stop, reset and free) and, for a channel timer, the
+ * channel right after it. Its fire functions run wherever timers run, on
+ * a scheduler's g0: fire_chan try-sends the time the fire was due, and
+ * fire_func starts fn(arg) as a new task. A stop or reset stops the
+ * runtime timer (gmp__timer_stop waits out a fire under way) and then
+ * takes out any value a fire of the old arming left, which is how no
+ * stale value is received after either (Go 1.23's rule).
  */
 #include <limits.h>
 

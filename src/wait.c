@@ -1,4 +1,5 @@
-/* Waiters (see wait.h): one sleep/wake handshake for tasks and threads.
+/* Waiters (see wait.h; design.md §28.1): one sleep/wake handshake for
+ * tasks and threads.
  *
  * The state word of a waiter:
  *

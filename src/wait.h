@@ -1,10 +1,7 @@
-/* Waiters: the one way every blocking primitive sleeps (Go's sudog, plus
- * foreign threads).
- *
- * design.md §3.2: every blocking call parks the task when called from a task, and
- * blocks the OS thread on a futex when called from any other thread (the
- * embedding program's own threads, gmp_main's caller, a task inside a
- * gmp_enter_syscall window). A gmp__waiter hides the difference:
+/* Waiters: the one way every blocking primitive sleeps, on a task or on a
+ * thread (Go's sudog, plus foreign threads). design.md §3.2 is the
+ * contract (a blocking call parks a task and blocks any other thread);
+ * §28.1 the protocol, and why no wakeup is lost. A primitive uses them so:
  *
  *   gmp__waiter w;
  *   gmp__waiter_init(&w);            // records who is calling
@@ -13,22 +10,14 @@
  *   ... on return, w.woken says whether a waker picked us ...
  *
  * The waker, holding the primitive's lock, dequeues w, fills in whatever
- * it hands over (w.elem, w.result, ...), and then calls
- * gmp__waiter_wake(&w), after which it must not touch w again (it lives on
- * the sleeper's stack, which may be gone). A task waiter is readied with
- * gmp__ready (into runnext when the waker runs on a P, so a
- * communicate-and-wait pair runs back to back); a thread waiter gets its
- * futex word set and a FUTEX_WAKE.
- *
- * unlock_fn(lock) releases the primitive's lock after the sleeper is
- * committed to sleeping (for a task: off its stack, in park's unlock
- * function), so no wakeup can be lost between the check and the sleep.
- *
- * Deadlines (absolute gmp_nanotime() ns, or -1 for none) end a sleep by
- * themselves: the sleeper comes back with w.woken false and must then take
- * the primitive's lock, and remove w from the wait queue if it is still
- * there (a waker may have dequeued it concurrently; see
- * gmp__waiter_sleep's comment for the handshake).
+ * it hands over (w.elem, w.result, ...), drops the lock and calls
+ * gmp__waiter_wake(&w), after which it must not touch w again: it lives on
+ * the sleeper's stack. unlock_fn(lock) releases the primitive's lock once
+ * the sleeper is committed to sleeping. A deadline (absolute gmp_nanotime
+ * ns, or -1 for none) ends a sleep by itself: the sleeper comes back with
+ * w.woken false and must take the primitive's lock and remove w from the
+ * queue if it is still there (gmp__waiter_sleep's comment has the
+ * handshake).
  */
 #ifndef GMP_WAIT_H
 #define GMP_WAIT_H
