@@ -1,9 +1,10 @@
-/* gmp_once: Go's sync.Once; the words are described in sync.h. design.md
- * §9.3 is the contract; §28.6 the design: a done flag whose load-acquire
- * is the whole fast path (it pairs with the store-release of done once fn
- * has returned), and the once's gmp_mutex, held by the caller that runs
- * fn, on which every concurrent caller sleeps until fn has returned. fn
- * runs outside the runtime bracket (preempt.h), as the program's own code.
+/* gmp_once: Go's sync.Once; the words are described in sync.h. The
+ * contract is design.md §9.3, the design §28.6: a done flag whose
+ * load-acquire is the whole fast path (it pairs with the store-release of
+ * done once fn has returned), and the once's gmp_mutex, held by the caller
+ * that runs fn, on which every concurrent caller sleeps until fn has
+ * returned. fn runs outside the runtime bracket (preempt.h), as the
+ * program's own code.
  */
 #include "sync.h"
 

@@ -1,6 +1,6 @@
 /* Linux: futexes, clocks, threads, CPU counts, guard pages and madvise
- * over many ranges, and the asymmetric barrier detaching needs (design.md
- * §37.4); os.h is the interface. */
+ * over many ranges, and the asymmetric barrier detaching needs
+ * (design.md §37.4); os.h is the interface. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -1,6 +1,6 @@
 /* Run queue slow paths: overflow to the global queue and stealing; and
- * the global run queue. The protocol is described in runq.h; design.md
- * §23.3 to §23.5 say how the scheduler uses them. */
+ * the global run queue. The protocol is described in runq.h; how the
+ * scheduler uses them, in design.md §23. */
 #include <string.h>
 
 #include "export_test.h"

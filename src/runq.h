@@ -2,8 +2,8 @@
  * (Go's runq), and there is one global queue under sched.lock (Go's
  * sched.runq) for what a full ring spills and what threads without a P
  * submit; the global queue's layout is gmp__grq in internal.h, its code
- * is at the end of this file and of runq.c. design.md §23.2 to §23.5 say
- * how the scheduler uses them; the ring's rules are here.
+ * is at the end of this file and of runq.c. How the scheduler uses them
+ * is in design.md §23; the ring's rules are here.
  *
  * A P's queue is a 256-slot ring plus the runnext slot. The ring is
  * single-producer, multi-consumer:

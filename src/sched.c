@@ -4,8 +4,8 @@
  * stop. A C rendition of Go's runtime/proc.go, which this file shares with
  * task.c (spawn, yield, park, ready, exit), thread.c (an M's life), runq.c
  * (the run queues) and sysmon.c (retaking Ps, ending long slices).
- * design.md §21 to §27 and §34 describe all of it; this comment is the
- * short version of the core, and the book does not repeat it.
+ * design.md's Part II describes all of it, from §21 on; this comment is
+ * the short version of the core, and the book does not repeat it.
  *
  * G, M and P
  * ----------

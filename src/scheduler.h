@@ -1,7 +1,7 @@
 /* The scheduler's entry points (sched.c, whose opening comment is the
  * design): running tasks on Ms, the idle-M list and the spinning
  * protocol, Ps and their handoff, and the scheduler's start and stop
- * (design.md §23 to §27, §34).
+ * (design.md §23, §24, §25, §27 and §34).
  *
  * Not sched.h: tests and benchmarks put src/ on their include path, and
  * <pthread.h> includes the C library's <sched.h>.

@@ -1,5 +1,6 @@
-/* Task stacks, and the Gs carved beside them. The contract is design.md
- * §2.4 and §6; the design, with the numbers behind its choices, is §33.
+/* Task stacks, and the Gs carved beside them. The contract is in
+ * design.md §2.4 and §6; the design, with the numbers behind its choices,
+ * in design.md §33.
  *
  * Stacks come from large regions reserved with MAP_NORESERVE, so only the
  * pages a task touches are committed. A region begins with its slots' Gs:

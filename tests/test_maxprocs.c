@@ -206,8 +206,8 @@ static void test_maxprocs_set_pins(void **state)
  * slice. Each case first gets n tasks running at once, which puts them on
  * n distinct Ps (a P runs one task at a time); they wait for each other
  * without yielding, with sched_yield to let the other threads of this
- * 2-CPU machine run. Holding a P by spinning is what detaching (design.md
- * §13) undoes when the wait outlasts a slice, as it can under qemu-user or
+ * 2-CPU machine run. Holding a P by spinning is what detaching
+ * (design.md §13) undoes when the wait outlasts a slice, as it can under qemu-user or
  * a loaded machine, so these cases run with GMP_PREEMPT=off (spread_init). */
 static atomic_int spread_arrived;
 
