@@ -24,7 +24,7 @@
  * retried after reaping; an SQE, once taken from the ring, is never
  * dropped. If the P has no ring and none can be made, or the descriptor
  * is being closed, the unlock function says "do not park" and the task
- * goes on with the system call path or -EBADF. An operation the kernel
+ * goes on with the system call path (io.c) or -EBADF. An operation the kernel
  * finished inside the submission (a read from the page cache) is taken
  * from the completion queue there and then, and the task does not park.
  *
@@ -55,16 +55,8 @@
  * result. The descriptor's number stays open until the last operation has
  * left (pollfd.c's references).
  *
- * read(2) and write(2)
- * --------------------
- * They use and advance the file offset. The ring does the same for an
- * offset of -1 (IORING_FEAT_RW_CUR_POS, Linux 5.6; without it no ring is
- * used), but without the file's position lock that read(2) takes, so two
- * operations on one open file could read the same bytes. gmp_read and
- * gmp_write on a file therefore take one of 64 locks picked by the
- * descriptor number (gmp_mutex: a task parks, a thread blocks) for every
- * engine, which makes them as atomic with respect to one another as read
- * and write are. O_APPEND is the kernel's, as for write(2).
+ * read(2) and write(2) use the offset -1, the current position; io.c
+ * holds the position locks that make them atomic (file_io).
  *
  * Fork
  * ----
@@ -125,46 +117,6 @@ static bool lu_load(void)
 
 char gmp__uring_cookie;
 
-/* The most one read(2) or write(2) moves (Linux's MAX_RW_COUNT). */
-#define RW_MAX 0x7ffff000u
-
-/* ---- the system call path ------------------------------------------------------ */
-
-static ssize_t sys_once(int fd, int how, void *buf, size_t n, int64_t off)
-{
-	ssize_t r;
-	switch (how) {
-	case GMP__FILE_READ:
-		r = read(fd, buf, n);
-		break;
-	case GMP__FILE_WRITE:
-		r = write(fd, buf, n);
-		break;
-	case GMP__FILE_PREAD:
-		r = pread(fd, buf, n, (off_t)off);
-		break;
-	default:
-		r = pwrite(fd, buf, n, (off_t)off);
-		break;
-	}
-	return r < 0 ? -gmp__errno_get() : r;
-}
-
-/* One attempt, wrapped for a task (design.md §4). */
-static ssize_t sys_call(int fd, int how, void *buf, size_t n, int64_t off,
-			bool task)
-{
-	if (task)
-		gmp_enter_syscall();
-	ssize_t r;
-	do
-		r = sys_once(fd, how, buf, n, off);
-	while (r == -EINTR);
-	if (task)
-		gmp_exit_syscall();
-	return r;
-}
-
 #ifdef GMP_HAVE_LIBURING
 
 /* ---- rings ------------------------------------------------------------------- */
@@ -205,9 +157,6 @@ struct uop {
 
 /* The user_data of cancel requests, whose completions nobody awaits. */
 static char cancel_cookie;
-
-/* Results of the unlock function when it does not park. */
-#define RES_NORING INT_MIN
 
 enum { PROBE_UNKNOWN = 0, PROBE_YES = 1, PROBE_NO = 2 };
 
@@ -476,7 +425,7 @@ static bool uop_commit(gmp_g *g, void *arg)
 	gmp__m *m = gmp__getm();
 	gmp__ring *r = ring_get(m->p);
 	if (!r) {
-		op->res = RES_NORING;
+		op->res = GMP__URING_NONE;
 		return false;
 	}
 	gmp__gqueue q = { 0 };
@@ -509,9 +458,9 @@ static bool uop_commit(gmp_g *g, void *arg)
 }
 
 /* One operation through the ring, from a task inside the runtime. Returns
- * its result, or RES_NORING. */
-static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
-		   uint64_t off)
+ * its result, or GMP__URING_NONE. */
+int gmp__uring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
+		  uint64_t off)
 {
 	uop op = {
 		.g = gmp_current(),
@@ -521,7 +470,7 @@ static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
 		.n = n,
 		.buf = buf,
 		.off = off,
-		.res = RES_NORING,
+		.res = GMP__URING_NONE,
 	};
 	gmp__park(uop_commit, &op,
 		  write ? GMP__WAIT_IO_WRITE : GMP__WAIT_IO_READ);
@@ -634,14 +583,14 @@ void gmp__uring_forked(void)
 	ur.inflight = 0;
 }
 
-static bool ring_usable(void)
+bool gmp__uring_usable(void)
 {
 	return gmp__load32_acq(&ur.on) != 0;
 }
 
 const char *gmp__uring_off_reason(void)
 {
-	return ring_usable() ? NULL : ur.why_off;
+	return gmp__uring_usable() ? NULL : ur.why_off;
 }
 
 uint32_t gmp__uring_inflight(void)
@@ -657,10 +606,10 @@ ssize_t gmp__uring_test_read(int fd, void *buf, size_t n)
 	gmp__pd *pd = g ? gmp__pd_acquire(fd, &err) : NULL;
 	int r = -ENOSYS;
 	if (pd) {
-		if (ring_usable())
-			r = ring_rw(pd, fd, false, buf, (uint32_t)n,
-				    (uint64_t)-1);
-		if (r == RES_NORING)
+		if (gmp__uring_usable())
+			r = gmp__uring_rw(pd, fd, false, buf, (uint32_t)n,
+					  (uint64_t)-1);
+		if (r == GMP__URING_NONE)
 			r = -ENOSYS;
 		gmp__pd_release(pd);
 	} else if (g) {
@@ -671,8 +620,6 @@ ssize_t gmp__uring_test_read(int fd, void *buf, size_t n)
 }
 
 #else /* !GMP_HAVE_LIBURING */
-
-#define RES_NORING INT_MIN
 
 void gmp__uring_start(void)
 {
@@ -698,7 +645,7 @@ uint64_t gmp__uring_ops(void)
 {
 	return 0;
 }
-static bool ring_usable(void)
+bool gmp__uring_usable(void)
 {
 	return false;
 }
@@ -717,104 +664,10 @@ ssize_t gmp__uring_test_read(int fd, void *buf, size_t n)
 void gmp__uring_set_entries(unsigned n)
 {
 }
-static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
-		   uint64_t off)
+int gmp__uring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
+		  uint64_t off)
 {
-	return RES_NORING;
+	return GMP__URING_NONE;
 }
 
 #endif
-
-/* ---- the dispatch ---------------------------------------------------------------- */
-
-/* read(2)/write(2)'s offset: see "read(2) and write(2)" at the top. */
-static gmp_mutex pos_locks[64];
-
-/* One attempt by the best engine: the ring for a task that has one (a
- * result of -EAGAIN there means an O_NONBLOCK file the ring would not
- * wait for: then the system call, which does), else the system call. */
-static ssize_t attempt(gmp__pd *pd, int fd, int how, void *buf, size_t n,
-		       int64_t off, bool task)
-{
-	if (task && ring_usable()) {
-		bool wr = how == GMP__FILE_WRITE || how == GMP__FILE_PWRITE;
-		uint64_t o = how == GMP__FILE_READ || how == GMP__FILE_WRITE
-				     ? (uint64_t)-1
-				     : (uint64_t)off;
-		int r = ring_rw(pd, fd, wr, buf,
-				n > RW_MAX ? RW_MAX : (uint32_t)n, o);
-		if (r != RES_NORING && r != -EAGAIN && r != -EINTR)
-			return r;
-	}
-	return sys_call(fd, how, buf, n, off, task);
-}
-
-/* Whether fd is a regular file or a block device (fstat, which also
- * corrects the descriptor's cached kind); -errno if fstat fails. */
-static int is_file(gmp__pd *pd, int fd)
-{
-	struct stat st;
-	int saved = gmp__errno_get();
-	int r = fstat(fd, &st);
-	if (r < 0) {
-		r = -gmp__errno_get();
-		gmp__errno_set(saved);
-		return r;
-	}
-	gmp__errno_set(saved);
-	int kind = GMP__PD_KIND_OTHER;
-	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
-		kind = GMP__PD_KIND_FILE;
-	else if (S_ISSOCK(st.st_mode))
-		kind = GMP__PD_KIND_SOCKET;
-	int was = gmp__pd_kind(pd);
-	if (kind != was &&
-	    !(kind == GMP__PD_KIND_SOCKET &&
-	      (was == GMP__PD_KIND_STREAM || was == GMP__PD_KIND_SOCKET_OTHER)))
-		gmp__pd_set_kind(pd, kind);
-	return kind == GMP__PD_KIND_FILE;
-}
-
-ssize_t gmp__file_io(gmp__pd *pd, int fd, int how, void *buf, size_t n,
-		     int64_t off, bool task)
-{
-	bool positioned = how == GMP__FILE_PREAD || how == GMP__FILE_PWRITE;
-	if (positioned && off < 0)
-		return -EINVAL;
-	int f = is_file(pd, fd);
-	if (f < 0)
-		return f;
-	if (!f) {
-		if (!positioned)
-			return GMP__NOT_FILE;
-		/* -ESPIPE, -EISDIR, ...: whatever the kernel says */
-		return sys_call(fd, how, buf, n, off, task);
-	}
-	bool wr = how == GMP__FILE_WRITE || how == GMP__FILE_PWRITE;
-	gmp_mutex *pl = positioned ? NULL : &pos_locks[(unsigned)fd % 64];
-	if (pl)
-		gmp_mutex_lock(pl);
-	ssize_t r;
-	if (!wr) {
-		r = attempt(pd, fd, how, buf, n, off, task);
-	} else {
-		/* all n bytes, as gmp_write promises; stopped by an error
-		 * after some, that count */
-		size_t done = 0;
-		for (;;) {
-			r = attempt(pd, fd, how, (char *)buf + done, n - done,
-				    off + (int64_t)done, task);
-			if (r > 0) {
-				done += (size_t)r;
-				if (done < n)
-					continue;
-			}
-			if (r >= 0 || done)
-				r = (ssize_t)done;
-			break;
-		}
-	}
-	if (pl)
-		gmp_mutex_unlock(pl);
-	return r;
-}
