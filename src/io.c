@@ -69,6 +69,7 @@
 
 #include "pollfd.h"
 #include "preempt.h"
+#include "sema.h"
 #include "uring.h"
 
 #include <sys/syscall.h>
@@ -590,10 +591,33 @@ static ssize_t sys_call(int fd, int how, void *buf, size_t n, int64_t off,
  * no ring is used), but without the file's position lock that read(2)
  * takes, so two operations on one open file could read the same bytes.
  * gmp_read and gmp_write on a file therefore take one of 64 locks picked
- * by the descriptor number (gmp_mutex: a task parks, a thread blocks) for
- * every engine, which makes them as atomic with respect to one another as
- * read and write are. O_APPEND is the kernel's, as for write(2). */
-static gmp_mutex pos_locks[64];
+ * by the descriptor number for every engine, which makes them as atomic
+ * with respect to one another as read and write are. O_APPEND is the
+ * kernel's, as for write(2).
+ *
+ * A lock is a runtime semaphore (sema.h) with a count of one: a task
+ * parks on it, any other caller blocks its thread, and the runtime's own
+ * wait takes no public gmp_mutex. As Go's poll.fdMutex, which sleeps on
+ * the same semaphores, a release does not hand the lock over: whoever
+ * asks first takes it. The acquire's CAS (acquire) pairs with the
+ * release's full increment, so an operation begins after the one before
+ * it on the lock has completed. Each word sits apart from the next, so
+ * that no two share a root of the semaphore table. */
+static struct {
+	volatile uint32_t sema; /* 1: free; 0: held */
+	uint32_t unused;
+} pos_locks[64] = { [0 ... 63] = { .sema = 1 } };
+
+static void pos_lock(int fd)
+{
+	gmp__semacquire(&pos_locks[(unsigned)fd % 64].sema, false,
+			GMP__WAIT_MUTEX);
+}
+
+static void pos_unlock(int fd)
+{
+	gmp__semrelease(&pos_locks[(unsigned)fd % 64].sema, false);
+}
 
 /* One attempt by the best engine: the ring for a task that has one (a
  * result of -EAGAIN there means an O_NONBLOCK file the ring would not
@@ -656,9 +680,8 @@ static ssize_t file_io(gmp__pd *pd, int fd, int how, void *buf, size_t n,
 		return sys_call(fd, how, buf, n, off, task);
 	}
 	bool wr = how == FILE_WRITE || how == FILE_PWRITE;
-	gmp_mutex *pl = positioned ? NULL : &pos_locks[(unsigned)fd % 64];
-	if (pl)
-		gmp_mutex_lock(pl);
+	if (!positioned)
+		pos_lock(fd);
 	ssize_t r;
 	if (!wr) {
 		r = attempt(pd, fd, how, buf, n, off, task);
@@ -679,8 +702,8 @@ static ssize_t file_io(gmp__pd *pd, int fd, int how, void *buf, size_t n,
 			break;
 		}
 	}
-	if (pl)
-		gmp_mutex_unlock(pl);
+	if (!positioned)
+		pos_unlock(fd);
 	return r;
 }
 
