@@ -3,8 +3,7 @@
  * system call path (GMP_IO_URING=off), with the same answers.
  *
  * Cases that need the ring skip, saying why, where it is not there
- * (qemu-user has no io_uring; a build without liburing; a kernel or
- * sandbox that refuses it). */
+ * (qemu-user has no io_uring; a kernel or sandbox that refuses it). */
 #include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
