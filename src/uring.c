@@ -293,6 +293,16 @@ static bool probe(void)
 	return v == PROBE_YES;
 }
 
+/* With GMP_DEBUG set, says why file I/O takes the system call path. */
+static void say_off(const char *why)
+{
+	if (gmp__cfg.debug)
+		fprintf(stderr,
+			"gmp: io_uring: file I/O takes the system call path: "
+			"%s\n",
+			why);
+}
+
 void gmp__uring_start(void)
 {
 	gmp__store32_rlx(&ur.on, 0);
@@ -302,6 +312,7 @@ void gmp__uring_start(void)
 		return;
 	if (!probe()) {
 		ur.why_off = ur.probe_why;
+		say_off(ur.why_off);
 		return;
 	}
 	int saved = errno;
@@ -311,12 +322,14 @@ void gmp__uring_start(void)
 	errno = saved;
 	if (e < 0) {
 		ur.why_off = ur.why;
+		say_off(ur.why_off);
 		return;
 	}
 	if (gmp__netpoll_open(e, &gmp__uring_cookie) != 0) {
 		close(e);
 		errno = saved;
 		ur.why_off = "epoll refused the rings' eventfd";
+		say_off(ur.why_off);
 		return;
 	}
 	ur.why_off = NULL;
@@ -434,6 +447,7 @@ static gmp__ring *ring_get(gmp__p *p)
 			 strerror(-err));
 		ur.why_off = ur.why;
 		gmp__store32_rel(&ur.on, 0);
+		say_off(ur.why_off);
 	}
 	gmp__unlock(&ur.lock);
 	return NULL;
