@@ -1,70 +1,31 @@
-/* File I/O without a thread (uring.h): one io_uring per P.
+/* File I/O without a thread: one io_uring per P, the engine (uring.h).
+ * design.md §32 gives the design: why one ring per P, how an operation is
+ * submitted, reaped and cancelled, shutdown and fork.
  *
- * Why per P
- * ---------
- * A P is what an M holds while it runs tasks; an M that blocks in a system
- * call or goes idle leaves its P, and the P's ring, to the next holder. So
- * there are gomaxprocs rings however many threads come and go, and the
- * submitter of an operation is the one M that holds the P (no contention
- * in the common case). A ring is made on the first operation its P
- * submits, and lives as long as the P, that is until gmp_shutdown: a P
- * that gmp_set_maxprocs retires keeps its ring, whose completions are
- * still reaped, and a revived P finds it again.
+ * Here, in order: the kernel's interface (three system calls through
+ * <linux/io_uring.h>, no library); the probe, once per process; the rings
+ * (made by a P's holder on its first operation, mapped, with the
+ * runtime's one eventfd registered, and kept as long as the P); reaping
+ * (any M, any ring); submitting (uop_commit, the unlock function of the
+ * task's park, so that the task is WAITING before the kernel can complete
+ * its operation); cancelling for gmp_close; shutdown and fork; and last
+ * the hooks that exist only for tests (export_test.h).
  *
- * One operation
- * -------------
- * The task describes the operation in a `uop` on its own stack and parks;
- * the park's unlock function (on g0, once the task is WAITING) takes the
- * ring's lock, fills an SQE whose user_data is the uop, links the uop on
- * the ring's list of operations in flight and submits. Submitting after
- * the task is WAITING is what lets any M ready it the moment the
- * completion is reaped, even before the unlock function has returned
- * (pollfd.c's block_commit works the same way). A submission the kernel
- * refuses for now (-EAGAIN, -EBUSY: completions it cannot post yet) is
- * retried after reaping; an SQE, once taken from the ring, is never
- * dropped. If the P has no ring and none can be made, or the descriptor
- * is being closed, the unlock function says "do not park" and the task
- * goes on with the system call path (io.c) or -EBADF. An operation the kernel
- * finished inside the submission (a read from the page cache) is taken
- * from the completion queue there and then, and the task does not park.
+ * It pairs with io.c, which chooses the ring or the system call for each
+ * file operation and holds the position locks (file_io); sched.c, which
+ * reaps in findrunnable and closes the rings when the runtime stops;
+ * netpoll.c, which reports the eventfd (gmp__uring_evfd_ready); pollfd.c,
+ * which cancels on close (gmp__uring_cancel_fd); fork.c, whose child
+ * handler calls gmp__uring_forked; and runtime.c (GMP_IO_URING, and
+ * gmp_stats.uring_ops).
  *
- * Reaping
- * -------
- * Each ring's lock covers its submission queue, its completion queue and
- * its list: any M may reap any ring. That is what makes the awkward cases
- * plain: a task that resumes on another P, a P that retired, a P whose M
- * sits in a long system call, all leave completions in a ring that someone
- * else reaps. Reapers are findrunnable (before the network poller, a
- * non-blocking look at every ring whose completion queue is not empty:
- * two loads per ring) and the M blocked in epoll: every ring has the same
- * eventfd registered (IORING_REGISTER_EVENTFD), which epoll watches, so
- * a completion wakes an idle runtime. The reaper writes the result into
- * the uop and appends the task to its queue; the task reads it once it
- * runs again. Every operation in flight counts as a network-poll waiter,
- * so that the last M to go idle blocks in epoll rather than on its futex.
- *
- * Closing
- * -------
- * gmp_close sets CLOSING on the descriptor and then asks every ring to
- * cancel what it has in flight on that number (IORING_OP_ASYNC_CANCEL by
- * user_data). A submitter checks CLOSING under the ring's lock, and the
- * canceller walks the list under it, so an operation is either seen and
- * cancelled or never submitted. A cancelled operation's task returns
- * -EBADF, as every waiter woken by gmp_close does; one that completed
- * anyway (a disk read cannot be stopped once it is under way) returns its
- * result. The descriptor's number stays open until the last operation has
- * left (pollfd.c's references).
- *
- * read(2) and write(2) use the offset -1, the current position; io.c
- * holds the position locks that make them atomic (file_io).
- *
- * Fork
- * ----
- * A child inherits the parent's rings as shared mappings: it unmaps them
- * and closes its copies of their descriptors, and has none until its own
- * gmp_init. Shutdown waits for every task, hence every operation, so it
- * finds the rings idle; a program that ends with gmp_main's return ends
- * its operations with the process.
+ * What the code leans on: a ring's lock covers its submission queue, its
+ * completion queue and its list of operations in flight, so any M may
+ * submit to or reap any ring; an entry, once queued, is never dropped
+ * (-EAGAIN and -EBUSY are retried after reaping); a submitter checks
+ * CLOSING under the lock that the canceller walks the list under; every
+ * operation in flight counts as a network-poll waiter. The memory orders
+ * on the words shared with the kernel are argued at struct gmp__ring.
  */
 #include <errno.h>
 #include <limits.h>
