@@ -613,9 +613,8 @@ GMP_EXTERN int gmp_poll_fd(int fd, int events, int64_t timeout_ns);
  * another per descriptor so that two of them never read the same bytes;
  * a plain read(2) by other code at the same moment is not ordered with
  * them. Without io_uring (a kernel or sandbox that refuses it, qemu-user,
- * a build without liburing, GMP_IO_URING=off) and from threads that are
- * not tasks, the plain call runs (wrapped in gmp_enter_syscall for a
- * task), with the same results. gmp_close of a descriptor with operations
+ * GMP_IO_URING=off) and from threads that are not tasks, the plain call
+ * runs (wrapped in gmp_enter_syscall for a task), with the same results. gmp_close of a descriptor with operations
  * in flight cancels them: their tasks get -EBADF, unless the operation
  * had already completed (a disk read under way cannot be stopped; it then
  * returns its result). */

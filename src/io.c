@@ -62,12 +62,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pollfd.h"
 #include "preempt.h"
+#include "sema.h"
 #include "uring.h"
 
 #include <sys/syscall.h>
@@ -89,7 +91,7 @@
 #define IO_RAW 1
 #endif
 
-/* Regular files and block devices go to uring.c (gmp__file_io), which
+/* Regular files and block devices go to file_io (below gmp_pwrite), which
  * learns the kind with an fstat the first time (and every time after for
  * a file: a stale "file" must never send a socket through the ring). */
 static inline bool maybe_file(const gmp__pd *pd)
@@ -97,6 +99,27 @@ static inline bool maybe_file(const gmp__pd *pd)
 	int kind = gmp__pd_kind(pd);
 	return kind == GMP__PD_KIND_UNKNOWN || kind == GMP__PD_KIND_FILE;
 }
+
+/* What file_io returns for a descriptor that is neither a regular file nor
+ * a block device: the caller goes its own way (the poller). */
+#define NOT_FILE ((ssize_t)INT64_MIN)
+
+enum {
+	FILE_READ = 0,   /* read(2): the file offset, advanced */
+	FILE_WRITE = 1,  /* write(2) of all n bytes, the offset */
+	FILE_PREAD = 2,  /* pread(2) at off; the offset left alone */
+	FILE_PWRITE = 3, /* pwrite(2) of all n bytes at off */
+};
+
+/* One file operation on fd, whose reference pd the caller holds, for the
+ * caller (task: a running task inside the runtime, which may park; else a
+ * thread that blocks). Returns what the libc call returns (-errno for -1),
+ * or NOT_FILE for READ and WRITE when fd is not a regular file or a block
+ * device (learnt with fstat and kept in the descriptor's kind). PREAD and
+ * PWRITE on anything else run the plain call and return its answer
+ * (-ESPIPE, -EISDIR, ...). */
+static ssize_t file_io(gmp__pd *pd, int fd, int how, void *buf, size_t n,
+		       int64_t off, bool task);
 
 /* One call in progress. */
 struct io {
@@ -340,9 +363,8 @@ GMP_EXTERN ssize_t gmp_read(int fd, void *buf, size_t n)
 	if (err)
 		return io_end(&io, err);
 	if (GMP__UNLIKELY(maybe_file(io.pd))) {
-		ssize_t r = gmp__file_io(io.pd, fd, GMP__FILE_READ, buf, n, 0,
-					 io.task);
-		if (r != GMP__NOT_FILE)
+		ssize_t r = file_io(io.pd, fd, FILE_READ, buf, n, 0, io.task);
+		if (r != NOT_FILE)
 			return io_end(&io, r);
 	}
 	bool skip = io.task && n > 0 &&
@@ -467,9 +489,9 @@ GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n)
 	if (err)
 		return io_end(&io, err);
 	if (GMP__UNLIKELY(maybe_file(io.pd))) {
-		ssize_t r = gmp__file_io(io.pd, fd, GMP__FILE_WRITE,
-					 (void *)buf, n, 0, io.task);
-		if (r != GMP__NOT_FILE)
+		ssize_t r = file_io(io.pd, fd, FILE_WRITE, (void *)buf, n, 0,
+				    io.task);
+		if (r != NOT_FILE)
 			return io_end(&io, r);
 	}
 	size_t done = 0;
@@ -495,16 +517,16 @@ GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n)
 
 /* ---- gmp_pread, gmp_pwrite ------------------------------------------------------ */
 
-/* pread(2) and pwrite(2) (gmp.h): uring.c does the work, through the
- * ring of the task's P or the wrapped system call. */
+/* pread(2) and pwrite(2) (gmp.h): file_io does the work, through the ring
+ * of the task's P or the wrapped system call. */
 GMP_EXTERN ssize_t gmp_pread(int fd, void *buf, size_t n, off_t off)
 {
 	struct io io;
 	int err = io_begin(&io, fd);
 	if (err)
 		return io_end(&io, err);
-	return io_end(&io, gmp__file_io(io.pd, fd, GMP__FILE_PREAD, buf, n,
-					(int64_t)off, io.task));
+	return io_end(&io, file_io(io.pd, fd, FILE_PREAD, buf, n, (int64_t)off,
+				   io.task));
 }
 
 GMP_EXTERN ssize_t gmp_pwrite(int fd, const void *buf, size_t n, off_t off)
@@ -515,8 +537,174 @@ GMP_EXTERN ssize_t gmp_pwrite(int fd, const void *buf, size_t n, off_t off)
 	int err = io_begin(&io, fd);
 	if (err)
 		return io_end(&io, err);
-	return io_end(&io, gmp__file_io(io.pd, fd, GMP__FILE_PWRITE,
-					(void *)buf, n, (int64_t)off, io.task));
+	return io_end(&io, file_io(io.pd, fd, FILE_PWRITE, (void *)buf, n,
+				   (int64_t)off, io.task));
+}
+
+/* ---- files: the ring or the system call ------------------------------------------ */
+
+/* Which way a file operation goes (design.md §32): through the io_uring of
+ * the task's P (uring.c, the engine) or as the plain system call, and the
+ * position locks that keep gmp_read and gmp_write atomic with respect to
+ * one another. */
+
+/* The most one read(2) or write(2) moves (Linux's MAX_RW_COUNT). */
+#define RW_MAX 0x7ffff000u
+
+static ssize_t sys_once(int fd, int how, void *buf, size_t n, int64_t off)
+{
+	ssize_t r;
+	switch (how) {
+	case FILE_READ:
+		r = read(fd, buf, n);
+		break;
+	case FILE_WRITE:
+		r = write(fd, buf, n);
+		break;
+	case FILE_PREAD:
+		r = pread(fd, buf, n, (off_t)off);
+		break;
+	default:
+		r = pwrite(fd, buf, n, (off_t)off);
+		break;
+	}
+	return r < 0 ? -gmp__errno_get() : r;
+}
+
+/* One attempt, wrapped for a task (design.md §4). */
+static ssize_t sys_call(int fd, int how, void *buf, size_t n, int64_t off,
+			bool task)
+{
+	if (task)
+		gmp_enter_syscall();
+	ssize_t r;
+	do
+		r = sys_once(fd, how, buf, n, off);
+	while (r == -EINTR);
+	if (task)
+		gmp_exit_syscall();
+	return r;
+}
+
+/* read(2) and write(2) use and advance the file offset. The ring does the
+ * same for an offset of -1 (IORING_FEAT_RW_CUR_POS, Linux 5.6; without it
+ * no ring is used), but without the file's position lock that read(2)
+ * takes, so two operations on one open file could read the same bytes.
+ * gmp_read and gmp_write on a file therefore take one of 64 locks picked
+ * by the descriptor number for every engine, which makes them as atomic
+ * with respect to one another as read and write are. O_APPEND is the
+ * kernel's, as for write(2).
+ *
+ * A lock is a runtime semaphore (sema.h) with a count of one: a task
+ * parks on it, any other caller blocks its thread, and the runtime's own
+ * wait takes no public gmp_mutex. As Go's poll.fdMutex, which sleeps on
+ * the same semaphores, a release does not hand the lock over: whoever
+ * asks first takes it. The acquire's CAS (acquire) pairs with the
+ * release's full increment, so an operation begins after the one before
+ * it on the lock has completed. Each word sits apart from the next, so
+ * that no two share a root of the semaphore table. */
+static struct {
+	volatile uint32_t sema; /* 1: free; 0: held */
+	uint32_t unused;
+} pos_locks[64] = { [0 ... 63] = { .sema = 1 } };
+
+static void pos_lock(int fd)
+{
+	gmp__semacquire(&pos_locks[(unsigned)fd % 64].sema, false,
+			GMP__WAIT_MUTEX);
+}
+
+static void pos_unlock(int fd)
+{
+	gmp__semrelease(&pos_locks[(unsigned)fd % 64].sema, false);
+}
+
+/* One attempt by the best engine: the ring for a task that has one (a
+ * result of -EAGAIN there means an O_NONBLOCK file the ring would not
+ * wait for: then the system call, which does), else the system call. */
+static ssize_t attempt(gmp__pd *pd, int fd, int how, void *buf, size_t n,
+		       int64_t off, bool task)
+{
+	if (task && gmp__uring_usable()) {
+		bool wr = how == FILE_WRITE || how == FILE_PWRITE;
+		uint64_t o = how == FILE_READ || how == FILE_WRITE
+				     ? (uint64_t)-1
+				     : (uint64_t)off;
+		int r = gmp__uring_rw(pd, fd, wr, buf,
+				      n > RW_MAX ? RW_MAX : (uint32_t)n, o);
+		if (r != GMP__URING_NONE && r != -EAGAIN && r != -EINTR)
+			return r;
+	}
+	return sys_call(fd, how, buf, n, off, task);
+}
+
+/* Whether fd is a regular file or a block device (fstat, which also
+ * corrects the descriptor's cached kind); -errno if fstat fails. */
+static int is_file(gmp__pd *pd, int fd)
+{
+	struct stat st;
+	int saved = gmp__errno_get();
+	int r = fstat(fd, &st);
+	if (r < 0) {
+		r = -gmp__errno_get();
+		gmp__errno_set(saved);
+		return r;
+	}
+	gmp__errno_set(saved);
+	int kind = GMP__PD_KIND_OTHER;
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		kind = GMP__PD_KIND_FILE;
+	else if (S_ISSOCK(st.st_mode))
+		kind = GMP__PD_KIND_SOCKET;
+	int was = gmp__pd_kind(pd);
+	if (kind != was &&
+	    !(kind == GMP__PD_KIND_SOCKET &&
+	      (was == GMP__PD_KIND_STREAM || was == GMP__PD_KIND_SOCKET_OTHER)))
+		gmp__pd_set_kind(pd, kind);
+	return kind == GMP__PD_KIND_FILE;
+}
+
+static ssize_t file_io(gmp__pd *pd, int fd, int how, void *buf, size_t n,
+		       int64_t off, bool task)
+{
+	bool positioned = how == FILE_PREAD || how == FILE_PWRITE;
+	if (positioned && off < 0)
+		return -EINVAL;
+	int f = is_file(pd, fd);
+	if (f < 0)
+		return f;
+	if (!f) {
+		if (!positioned)
+			return NOT_FILE;
+		/* -ESPIPE, -EISDIR, ...: whatever the kernel says */
+		return sys_call(fd, how, buf, n, off, task);
+	}
+	bool wr = how == FILE_WRITE || how == FILE_PWRITE;
+	if (!positioned)
+		pos_lock(fd);
+	ssize_t r;
+	if (!wr) {
+		r = attempt(pd, fd, how, buf, n, off, task);
+	} else {
+		/* all n bytes, as gmp_write promises; stopped by an error
+		 * after some, that count */
+		size_t done = 0;
+		for (;;) {
+			r = attempt(pd, fd, how, (char *)buf + done, n - done,
+				    off + (int64_t)done, task);
+			if (r > 0) {
+				done += (size_t)r;
+				if (done < n)
+					continue;
+			}
+			if (r >= 0 || done)
+				r = (ssize_t)done;
+			break;
+		}
+	}
+	if (!positioned)
+		pos_unlock(fd);
+	return r;
 }
 
 /* ---- gmp_accept --------------------------------------------------------------- */

@@ -42,7 +42,7 @@ enum {
 	GMP__PD_KIND_SOCKET_OTHER = 3, /* a socket of another type */
 	GMP__PD_KIND_OTHER = 4,        /* not a socket */
 	GMP__PD_KIND_FILE = 5          /* a regular file or a block device
-					  (uring.c: gmp__file_io) */
+					  (io.c: file_io) */
 };
 
 /* Whether gmp_close has begun on the descriptor (acquire). */

@@ -1,85 +1,42 @@
-/* File I/O without a thread (uring.h): one io_uring per P.
+/* File I/O without a thread: one io_uring per P, the engine (uring.h).
+ * design.md §32 gives the design: why one ring per P, how an operation is
+ * submitted, reaped and cancelled, shutdown and fork.
  *
- * Why per P
- * ---------
- * A P is what an M holds while it runs tasks; an M that blocks in a system
- * call or goes idle leaves its P, and the P's ring, to the next holder. So
- * there are gomaxprocs rings however many threads come and go, and the
- * submitter of an operation is the one M that holds the P (no contention
- * in the common case). A ring is made on the first operation its P
- * submits, and lives as long as the P, that is until gmp_shutdown: a P
- * that gmp_set_maxprocs retires keeps its ring, whose completions are
- * still reaped, and a revived P finds it again.
+ * Here, in order: the kernel's interface (three system calls through
+ * <linux/io_uring.h>, no library); the probe, once per process; the rings
+ * (made by a P's holder on its first operation, mapped, with the
+ * runtime's one eventfd registered, and kept as long as the P); reaping
+ * (any M, any ring); submitting (uop_commit, the unlock function of the
+ * task's park, so that the task is WAITING before the kernel can complete
+ * its operation); cancelling for gmp_close; shutdown and fork; and last
+ * the hooks that exist only for tests (export_test.h).
  *
- * One operation
- * -------------
- * The task describes the operation in a `uop` on its own stack and parks;
- * the park's unlock function (on g0, once the task is WAITING) takes the
- * ring's lock, fills an SQE whose user_data is the uop, links the uop on
- * the ring's list of operations in flight and submits. Submitting after
- * the task is WAITING is what lets any M ready it the moment the
- * completion is reaped, even before the unlock function has returned
- * (pollfd.c's block_commit works the same way). A submission the kernel
- * refuses for now (-EAGAIN, -EBUSY: completions it cannot post yet) is
- * retried after reaping; an SQE, once taken from the ring, is never
- * dropped. If the P has no ring and none can be made, or the descriptor
- * is being closed, the unlock function says "do not park" and the task
- * goes on with the system call path or -EBADF. An operation the kernel
- * finished inside the submission (a read from the page cache) is taken
- * from the completion queue there and then, and the task does not park.
+ * It pairs with io.c, which chooses the ring or the system call for each
+ * file operation and holds the position locks (file_io); sched.c, which
+ * reaps in findrunnable and closes the rings when the runtime stops;
+ * netpoll.c, which reports the eventfd (gmp__uring_evfd_ready); pollfd.c,
+ * which cancels on close (gmp__uring_cancel_fd); fork.c, whose child
+ * handler calls gmp__uring_forked; and runtime.c (GMP_IO_URING, and
+ * gmp_stats.uring_ops).
  *
- * Reaping
- * -------
- * Each ring's lock covers its submission queue, its completion queue and
- * its list: any M may reap any ring. That is what makes the awkward cases
- * plain: a task that resumes on another P, a P that retired, a P whose M
- * sits in a long system call, all leave completions in a ring that someone
- * else reaps. Reapers are findrunnable (before the network poller, a
- * non-blocking look at every ring whose completion queue is not empty:
- * two loads per ring) and the M blocked in epoll: every ring has the same
- * eventfd registered (io_uring_register_eventfd), which epoll watches, so
- * a completion wakes an idle runtime. The reaper writes the result into
- * the uop and appends the task to its queue; the task reads it once it
- * runs again. Every operation in flight counts as a network-poll waiter,
- * so that the last M to go idle blocks in epoll rather than on its futex.
- *
- * Closing
- * -------
- * gmp_close sets CLOSING on the descriptor and then asks every ring to
- * cancel what it has in flight on that number (IORING_OP_ASYNC_CANCEL by
- * user_data). A submitter checks CLOSING under the ring's lock, and the
- * canceller walks the list under it, so an operation is either seen and
- * cancelled or never submitted. A cancelled operation's task returns
- * -EBADF, as every waiter woken by gmp_close does; one that completed
- * anyway (a disk read cannot be stopped once it is under way) returns its
- * result. The descriptor's number stays open until the last operation has
- * left (pollfd.c's references).
- *
- * read(2) and write(2)
- * --------------------
- * They use and advance the file offset. The ring does the same for an
- * offset of -1 (IORING_FEAT_RW_CUR_POS, Linux 5.6; without it no ring is
- * used), but without the file's position lock that read(2) takes, so two
- * operations on one open file could read the same bytes. gmp_read and
- * gmp_write on a file therefore take one of 64 locks picked by the
- * descriptor number (gmp_mutex: a task parks, a thread blocks) for every
- * engine, which makes them as atomic with respect to one another as read
- * and write are. O_APPEND is the kernel's, as for write(2).
- *
- * Fork
- * ----
- * A child inherits the parent's rings as shared mappings: it unmaps them
- * and closes its copies of their descriptors, and has none until its own
- * gmp_init. Shutdown waits for every task, hence every operation, so it
- * finds the rings idle; a program that ends with gmp_main's return ends
- * its operations with the process.
+ * What the code leans on: a ring's lock covers its submission queue, its
+ * completion queue and its list of operations in flight, so any M may
+ * submit to or reap any ring; an entry, once queued, is never dropped
+ * (-EAGAIN and -EBUSY are retried after reaping); a submitter checks
+ * CLOSING under the lock that the canceller walks the list under; every
+ * operation in flight counts as a network-poll waiter. The memory orders
+ * on the words shared with the kernel are argued at struct gmp__ring.
  */
-#include <fcntl.h>
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/io_uring.h>
 
 #include "export_test.h"
 #include "netpoll.h"
@@ -89,101 +46,118 @@
 #include "task.h"
 #include "uring.h"
 
-#ifdef GMP_HAVE_LIBURING
-#include <liburing.h>
+/* ---- the kernel's interface ------------------------------------------------------ */
 
-#include <dlfcn.h>
-
-/* liburing's few functions that are not inline in its header are found
- * at run time (dlopen of its soname), so that libgmp.a and libgmp.so need
- * nothing more at link time: a program links libgmp.a with -pthread alone,
- * as the README shows. Without liburing.so.2 on the machine the probe
- * fails and every call takes the system call path. */
-static struct {
-	int (*queue_init)(unsigned, struct io_uring *, unsigned);
-	void (*queue_exit)(struct io_uring *);
-	int (*submit)(struct io_uring *);
-	struct io_uring_probe *(*get_probe_ring)(struct io_uring *);
-	void (*free_probe)(struct io_uring_probe *);
-	int (*register_eventfd)(struct io_uring *, int);
-	int (*get_events)(struct io_uring *);
-} lu;
-
-static bool lu_load(void)
-{
-	void *h = dlopen("liburing.so.2", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return false;
-#define LU_SYM(f) (*(void **)&lu.f = dlsym(h, "io_uring_" #f)) != NULL
-	bool ok = LU_SYM(queue_init) && LU_SYM(queue_exit) && LU_SYM(submit) &&
-		  LU_SYM(get_probe_ring) && LU_SYM(free_probe) &&
-		  LU_SYM(register_eventfd) && LU_SYM(get_events);
-#undef LU_SYM
-	return ok; /* the handle stays open for the process's life */
-}
+/* The rings are spoken through the kernel's own header and three system
+ * calls, with no library between. Everything used here is in the header
+ * of Linux 5.6, the first kernel with IORING_OP_READ and IORING_OP_WRITE,
+ * the probe and the current-position offset; a name newer than that is
+ * defined here if the header predates it. */
+#ifndef IORING_FEAT_RW_CUR_POS
+#error "libgmp needs <linux/io_uring.h> of Linux 5.6 or later (linux-libc-dev)"
+#endif
+#ifndef IORING_SQ_CQ_OVERFLOW
+#define IORING_SQ_CQ_OVERFLOW (1U << 1)
+#endif
+/* The same numbers on every architecture (the common table, Linux 5.1). */
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+#ifndef __NR_io_uring_enter
+#define __NR_io_uring_enter 426
+#endif
+#ifndef __NR_io_uring_register
+#define __NR_io_uring_register 427
 #endif
 
-char gmp__uring_cookie;
-
-/* The most one read(2) or write(2) moves (Linux's MAX_RW_COUNT). */
-#define RW_MAX 0x7ffff000u
-
-/* ---- the system call path ------------------------------------------------------ */
-
-static ssize_t sys_once(int fd, int how, void *buf, size_t n, int64_t off)
+/* A system call's answer as -errno, with errno left as the caller had it
+ * (these run on g0 and on reapers, never across a switch). */
+static long sys_result(long r, int saved)
 {
-	ssize_t r;
-	switch (how) {
-	case GMP__FILE_READ:
-		r = read(fd, buf, n);
-		break;
-	case GMP__FILE_WRITE:
-		r = write(fd, buf, n);
-		break;
-	case GMP__FILE_PREAD:
-		r = pread(fd, buf, n, (off_t)off);
-		break;
-	default:
-		r = pwrite(fd, buf, n, (off_t)off);
-		break;
-	}
-	return r < 0 ? -gmp__errno_get() : r;
-}
-
-/* One attempt, wrapped for a task (design.md §4). */
-static ssize_t sys_call(int fd, int how, void *buf, size_t n, int64_t off,
-			bool task)
-{
-	if (task)
-		gmp_enter_syscall();
-	ssize_t r;
-	do
-		r = sys_once(fd, how, buf, n, off);
-	while (r == -EINTR);
-	if (task)
-		gmp_exit_syscall();
+	if (r < 0)
+		r = -errno;
+	errno = saved;
 	return r;
 }
 
-#ifdef GMP_HAVE_LIBURING
+static int uring_setup(unsigned entries, struct io_uring_params *p)
+{
+	int saved = errno;
+	return (int)sys_result(syscall(__NR_io_uring_setup, entries, p), saved);
+}
+
+/* Submits `submit` entries and waits for none. With
+ * IORING_ENTER_GETEVENTS it also moves completions the kernel kept aside
+ * (IORING_FEAT_NODROP) into the completion queue. */
+static int uring_enter(int fd, unsigned submit, unsigned flags)
+{
+	int saved = errno;
+	return (int)sys_result(syscall(__NR_io_uring_enter, fd, submit, 0u,
+				       flags, NULL, (size_t)0),
+			       saved);
+}
+
+static int uring_register(int fd, unsigned opcode, void *arg, unsigned nargs)
+{
+	int saved = errno;
+	return (int)sys_result(
+		syscall(__NR_io_uring_register, fd, opcode, arg, nargs), saved);
+}
 
 /* ---- rings ------------------------------------------------------------------- */
 
+char gmp__uring_cookie;
+
 #define RING_ENTRIES 256u
 
-/* For tests: the size of the rings made from now on (0: RING_ENTRIES). */
+/* The size of the rings made from now on (0: RING_ENTRIES); a test hook
+ * sets it (gmp__uring_set_entries, at the end). */
 static unsigned ring_entries;
-
-void gmp__uring_set_entries(unsigned n)
-{
-	ring_entries = n;
-}
 
 typedef struct uop uop;
 
+/* One ring: the kernel's two queues, mapped into our memory.
+ *
+ * The words marked "kernel" and "ours" below are shared with the kernel,
+ * which reads and writes them on any CPU while we do: they are the whole
+ * protocol between us, so each access names its order and its partner in
+ * the kernel (the comment at the top of the kernel's io_uring.c lists the
+ * barriers it pairs with a program's). On x86 every load is an acquire
+ * and every store a release, so the tests there would not notice a
+ * missing one (and qemu-user has no io_uring at all); on arm64 a missing
+ * acquire lets a reaper read an entry before the kernel's writes to it
+ * arrive, and a missing release lets the kernel see our tail before the
+ * entry it hands over.
+ *
+ * Our side of each queue is written by whichever thread holds the ring's
+ * lock; the lock's own acquire and release order one holder's writes
+ * before the next holder's, so a tail published by one thread hands the
+ * kernel the entries that earlier holders filled as well. The data a read
+ * brings is written by the kernel before the completion that says so, so
+ * the reaper's acquire of the tail covers it too, and the run queue's own
+ * release and acquire carry it on to the task. */
 typedef struct gmp__ring {
-	gmp__mutex lock; /* everything below */
-	struct io_uring ring;
+	gmp__mutex lock; /* what follows (cq_nonempty peeks without it) */
+	int fd;
+	/* The submission queue: we fill the entry at sq_tail, then move the
+	 * tail; the kernel reads entries from its head up to our tail inside
+	 * io_uring_enter and moves the head past them. */
+	volatile uint32_t *sq_khead;  /* kernel: acquire loads */
+	volatile uint32_t *sq_ktail;  /* ours: release stores */
+	volatile uint32_t *sq_kflags; /* kernel: IORING_SQ_CQ_OVERFLOW */
+	uint32_t sq_mask, sq_entries;
+	uint32_t sq_tail; /* lock: our copy of *sq_ktail */
+	struct io_uring_sqe *sqes;
+	/* The completion queue: the kernel writes entries at its tail and
+	 * moves the tail; we read them from the head and move the head. */
+	volatile uint32_t *cq_khead; /* ours: release stores */
+	volatile uint32_t *cq_ktail; /* kernel: acquire loads */
+	uint32_t cq_mask, cq_entries;
+	const struct io_uring_cqe *cqes;
+	/* The mappings (the queues' rings share one with
+	 * IORING_FEAT_SINGLE_MMAP: then cq_map == sq_map). */
+	void *sq_map, *cq_map, *sqe_map;
+	size_t sq_len, cq_len, sqe_len;
 	uop *inflight;          /* lock: submitted, not yet reaped */
 	volatile uint64_t nops; /* lock; racy reads by stats */
 	struct gmp__ring *next; /* ur.all, under ur.lock */
@@ -206,44 +180,88 @@ struct uop {
 /* The user_data of cancel requests, whose completions nobody awaits. */
 static char cancel_cookie;
 
-/* Results of the unlock function when it does not park. */
-#define RES_NORING INT_MIN
-
 enum { PROBE_UNKNOWN = 0, PROBE_YES = 1, PROBE_NO = 2 };
 
 static struct {
-	const char *why_off;        /* for tests: why the ring is not used */
-	gmp__mutex lock;            /* all, evfd's life */
+	const char *why_off;        /* why the ring is not used, or NULL */
+	gmp__mutex lock;            /* all, evfd's life, why */
 	volatile uint32_t probed;   /* atomic: PROBE_*, once per process */
 	volatile uint32_t on;       /* atomic: the ring is used (this run) */
 	int evfd;                   /* the eventfd every ring signals */
 	gmp__ring *all;             /* every ring made, for fork */
 	volatile uint32_t inflight; /* atomic: operations in all rings */
+	char probe_why[160];        /* the probe's no, before probed */
+	char why[160];              /* room for why_off with an errno */
 } ur = { .evfd = -1 };
 
+static bool has_op(const struct io_uring_probe *p, unsigned op)
+{
+	return op <= p->last_op && (p->ops[op].flags & IO_URING_OP_SUPPORTED);
+}
+
+/* Whether the kernel sets up a ring with what the engine needs; if not,
+ * why, in why. */
+static bool probe_kernel(char *why, size_t len)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof p);
+	int fd = uring_setup(4, &p);
+	if (fd < 0) {
+		snprintf(why, len, "io_uring_setup: %s", strerror(-fd));
+		return false;
+	}
+	/* The probe's answer: a header, then one entry per opcode (the
+	 * kernel fills as many as it knows, at most the 256 we offer). */
+	union {
+		struct io_uring_probe p;
+		char room[sizeof(struct io_uring_probe) +
+			  256 * sizeof(struct io_uring_probe_op)];
+	} u;
+	memset(&u, 0, sizeof u);
+	int r = uring_register(fd, IORING_REGISTER_PROBE, &u.p, 256);
+	const char *lacks = NULL;
+	if (!(p.features & IORING_FEAT_RW_CUR_POS))
+		lacks = "the current-position offset (IORING_FEAT_RW_CUR_POS)";
+	else if (!(p.features & IORING_FEAT_NODROP))
+		lacks = "no-drop completions (IORING_FEAT_NODROP)";
+	else if (r < 0)
+		snprintf(why, len, "IORING_REGISTER_PROBE: %s", strerror(-r));
+	else if (!has_op(&u.p, IORING_OP_READ))
+		lacks = "IORING_OP_READ";
+	else if (!has_op(&u.p, IORING_OP_WRITE))
+		lacks = "IORING_OP_WRITE";
+	else if (!has_op(&u.p, IORING_OP_ASYNC_CANCEL))
+		lacks = "IORING_OP_ASYNC_CANCEL";
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	if (lacks)
+		snprintf(why, len, "the kernel's io_uring lacks %s", lacks);
+	return !lacks && r >= 0;
+}
+
+/* probe_kernel, once per process: its answer cannot change. */
 static bool probe(void)
 {
+	/* acquire: pairs with the release below, which publishes
+	 * probe_why with the answer. */
 	uint32_t v = gmp__load32_acq(&ur.probed);
-	if (v != PROBE_UNKNOWN)
-		return v == PROBE_YES;
-	int saved = errno;
-	bool ok = false;
-	struct io_uring r;
-	if (lu_load() && lu.queue_init(4, &r, 0) == 0) {
-		const unsigned need = IORING_FEAT_RW_CUR_POS |
-				      IORING_FEAT_NODROP;
-		struct io_uring_probe *pr = lu.get_probe_ring(&r);
-		ok = (r.features & need) == need && pr &&
-		     io_uring_opcode_supported(pr, IORING_OP_READ) &&
-		     io_uring_opcode_supported(pr, IORING_OP_WRITE) &&
-		     io_uring_opcode_supported(pr, IORING_OP_ASYNC_CANCEL);
-		if (pr)
-			lu.free_probe(pr);
-		lu.queue_exit(&r);
+	if (v == PROBE_UNKNOWN) {
+		v = probe_kernel(ur.probe_why, sizeof ur.probe_why) ? PROBE_YES
+								    : PROBE_NO;
+		gmp__store32_rel(&ur.probed, v);
 	}
-	errno = saved;
-	gmp__store32_rel(&ur.probed, ok ? PROBE_YES : PROBE_NO);
-	return ok;
+	return v == PROBE_YES;
+}
+
+/* With GMP_DEBUG set, says why file I/O takes the system call path. */
+static void say_off(const char *why)
+{
+	if (gmp__cfg.debug)
+		fprintf(stderr,
+			"gmp: io_uring: file I/O takes the system call path: "
+			"%s\n",
+			why);
 }
 
 void gmp__uring_start(void)
@@ -253,20 +271,26 @@ void gmp__uring_start(void)
 	ur.why_off = "GMP_IO_URING=off";
 	if (!gmp__cfg.io_uring)
 		return;
-	ur.why_off = "the kernel refuses io_uring, or lacks IORING_OP_READ, "
-		     "IORING_OP_WRITE or the current-position offset (or "
-		     "liburing.so.2 is not installed)";
-	if (!probe())
+	if (!probe()) {
+		ur.why_off = ur.probe_why;
+		say_off(ur.why_off);
 		return;
-	ur.why_off = "no eventfd for the rings";
+	}
 	int saved = errno;
 	int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	errno = saved;
 	if (e < 0)
+		snprintf(ur.why, sizeof ur.why, "eventfd: %s", strerror(errno));
+	errno = saved;
+	if (e < 0) {
+		ur.why_off = ur.why;
+		say_off(ur.why_off);
 		return;
+	}
 	if (gmp__netpoll_open(e, &gmp__uring_cookie) != 0) {
 		close(e);
 		errno = saved;
+		ur.why_off = "epoll refused the rings' eventfd";
+		say_off(ur.why_off);
 		return;
 	}
 	ur.why_off = NULL;
@@ -274,9 +298,85 @@ void gmp__uring_start(void)
 	gmp__store32_rel(&ur.on, 1);
 }
 
+static int map(void **at, size_t len, int fd, uint64_t what)
+{
+	int saved = errno;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, fd, (off_t)what);
+	int err = m == MAP_FAILED ? -errno : 0;
+	errno = saved;
+	*at = m == MAP_FAILED ? NULL : m;
+	return err;
+}
+
+/* Unmaps r's queues and closes its descriptor: whatever ring_open made. */
+static void ring_close(gmp__ring *r)
+{
+	int saved = errno;
+	if (r->sqe_map)
+		munmap(r->sqe_map, r->sqe_len);
+	if (r->cq_map && r->cq_map != r->sq_map)
+		munmap(r->cq_map, r->cq_len);
+	if (r->sq_map)
+		munmap(r->sq_map, r->sq_len);
+	if (r->fd >= 0)
+		close(r->fd);
+	errno = saved;
+}
+
+/* Sets up a ring of `entries` in r (zeroed) with the eventfd evfd
+ * registered. Returns 0, or -errno with nothing left open. */
+static int ring_open(gmp__ring *r, unsigned entries, int evfd)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof p);
+	r->fd = uring_setup(entries, &p);
+	if (r->fd < 0)
+		return r->fd;
+	r->sq_len = p.sq_off.array + p.sq_entries * sizeof(uint32_t);
+	r->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	r->sqe_len = p.sq_entries * sizeof(struct io_uring_sqe);
+	bool single = p.features & IORING_FEAT_SINGLE_MMAP;
+	if (single && r->cq_len > r->sq_len)
+		r->sq_len = r->cq_len;
+	int err = map(&r->sq_map, r->sq_len, r->fd, IORING_OFF_SQ_RING);
+	if (!err && single)
+		r->cq_map = r->sq_map;
+	else if (!err)
+		err = map(&r->cq_map, r->cq_len, r->fd, IORING_OFF_CQ_RING);
+	if (!err)
+		err = map(&r->sqe_map, r->sqe_len, r->fd, IORING_OFF_SQES);
+	if (!err)
+		err = uring_register(r->fd, IORING_REGISTER_EVENTFD, &evfd, 1);
+	if (err) {
+		ring_close(r);
+		return err;
+	}
+	char *sq = r->sq_map, *cq = r->cq_map;
+	r->sq_khead = (volatile uint32_t *)(sq + p.sq_off.head);
+	r->sq_ktail = (volatile uint32_t *)(sq + p.sq_off.tail);
+	r->sq_kflags = (volatile uint32_t *)(sq + p.sq_off.flags);
+	r->sq_mask = *(const uint32_t *)(sq + p.sq_off.ring_mask);
+	r->sq_entries = p.sq_entries;
+	r->sqes = r->sqe_map;
+	/* The array between the tail and the entries, which lets a program
+	 * submit entries out of order, maps slot i to entry i for good: we
+	 * submit in order. Published by the first tail's release. */
+	uint32_t *array = (uint32_t *)(sq + p.sq_off.array);
+	for (uint32_t i = 0; i < p.sq_entries; i++)
+		array[i] = i;
+	r->sq_tail = gmp__load32_rlx(r->sq_ktail); /* 0: nobody has used it */
+	r->cq_khead = (volatile uint32_t *)(cq + p.cq_off.head);
+	r->cq_ktail = (volatile uint32_t *)(cq + p.cq_off.tail);
+	r->cq_mask = *(const uint32_t *)(cq + p.cq_off.ring_mask);
+	r->cq_entries = p.cq_entries;
+	r->cqes = (const struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	return 0;
+}
+
 static gmp__ring *ring_of(gmp__p *p)
 {
-	/* acquire: pairs with ring_make's release */
+	/* acquire: pairs with ring_get's release */
 	return gmp__loadp_acq(&p->ring);
 }
 
@@ -290,24 +390,27 @@ static gmp__ring *ring_get(gmp__p *p)
 	if (!gmp__load32_acq(&ur.on))
 		return NULL;
 	r = gmp__calloc(1, sizeof *r);
-	int saved = errno;
 	unsigned entries = ring_entries ? ring_entries : RING_ENTRIES;
-	if (r && lu.queue_init(entries, &r->ring, 0) == 0) {
-		if (lu.register_eventfd(&r->ring, ur.evfd) == 0) {
-			errno = saved;
-			gmp__lock(&ur.lock);
-			r->next = ur.all;
-			ur.all = r;
-			gmp__unlock(&ur.lock);
-			gmp__storep_rel(&p->ring, r); /* publishes the ring */
-			return r;
-		}
-		lu.queue_exit(&r->ring);
+	int err = r ? ring_open(r, entries, ur.evfd) : -ENOMEM;
+	if (err == 0) {
+		gmp__lock(&ur.lock);
+		r->next = ur.all;
+		ur.all = r;
+		gmp__unlock(&ur.lock);
+		gmp__storep_rel(&p->ring, r); /* publishes the ring */
+		return r;
 	}
-	errno = saved;
 	gmp__free(r);
-	ur.why_off = "a ring could not be made";
-	gmp__store32_rel(&ur.on, 0); /* ENOMEM, a limit: the syscall path */
+	/* ENOMEM, a limit: the system call path from now on. */
+	gmp__lock(&ur.lock);
+	if (gmp__load32_rlx(&ur.on)) {
+		snprintf(ur.why, sizeof ur.why, "a ring could not be made: %s",
+			 strerror(-err));
+		ur.why_off = ur.why;
+		gmp__store32_rel(&ur.on, 0);
+		say_off(ur.why_off);
+	}
+	gmp__unlock(&ur.lock);
 	return NULL;
 }
 
@@ -332,31 +435,38 @@ static void list_del(gmp__ring *r, uop *op)
 		op->next->prev = op->prev;
 }
 
-/* Whether the completion queue may hold something: lock-free (the kernel
- * writes the tail; reapers write the head with a release under the
- * lock), or the kernel holds completions that did not fit (it keeps them,
- * IORING_FEAT_NODROP, and says so in the submission queue's flags). */
+/* Whether the completion queue may hold something, without the lock: a
+ * hint, which reap_locked checks again under it. Both loads are relaxed:
+ * no entry is read on their word (a stale tail leaves the completion to
+ * the eventfd's wakeup, which follows it; a stale head costs a look
+ * under the lock). Or the kernel holds completions that did not fit (it
+ * keeps them, IORING_FEAT_NODROP, and says so in the submission queue's
+ * flags). */
 static bool cq_nonempty(gmp__ring *r)
 {
-	return gmp__load32_acq(r->ring.cq.ktail) !=
-		       gmp__load32_rlx(r->ring.cq.khead) ||
-	       (gmp__load32_rlx(r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW);
+	return gmp__load32_rlx(r->cq_ktail) != gmp__load32_rlx(r->cq_khead) ||
+	       (gmp__load32_rlx(r->sq_kflags) & IORING_SQ_CQ_OVERFLOW);
 }
 
 /* Under r->lock: every completion to q, including those the kernel kept
- * aside while the queue was full (io_uring_get_events moves them in, and
- * posts nothing else: a completion queue that overflowed is only ever
- * refilled from the overflow list on a system call). */
+ * aside while the queue was full (only a system call moves them in, and
+ * it posts nothing else). */
 static int reap_locked(gmp__ring *r, gmp__gqueue *q)
 {
-	struct io_uring_cqe *cqe;
 	int n = 0;
 	for (;;) {
-		unsigned head, seen = 0;
-		io_uring_for_each_cqe(&r->ring, head, cqe)
-		{
-			seen++;
-			uop *op = io_uring_cqe_get_data(cqe);
+		/* relaxed: only reapers write the head, under the lock we
+		 * hold (whose acquire ordered the last one before us). */
+		uint32_t head = gmp__load32_rlx(r->cq_khead);
+		/* acquire: pairs with the kernel's release store of the tail
+		 * after it wrote the entries (io_commit_cqring): every entry
+		 * below the tail is whole when we read it. */
+		uint32_t tail = gmp__load32_acq(r->cq_ktail);
+		bool full = tail - head >= r->cq_entries;
+		for (; head != tail; head++) {
+			const struct io_uring_cqe *cqe =
+				&r->cqes[head & r->cq_mask];
+			uop *op = (uop *)(uintptr_t)cqe->user_data;
 			if ((void *)op == &cancel_cookie)
 				continue;
 			list_del(r, op);
@@ -365,10 +475,18 @@ static int reap_locked(gmp__ring *r, gmp__gqueue *q)
 			gmp__gq_push(q, g);
 			n++;
 		}
-		io_uring_cq_advance(&r->ring, seen);
-		if (!io_uring_cq_has_overflow(&r->ring))
+		/* release: our reads of the entries come before the kernel
+		 * may write new ones into their slots. The kernel loads the
+		 * head before it fills a slot, and a control dependency
+		 * orders its write after that load: the partner. */
+		gmp__store32_rel(r->cq_khead, head);
+		/* relaxed: the flag only sends us to the system call, which
+		 * orders everything after it. A queue found full is the same
+		 * sign on a kernel that predates the flag. */
+		if (!full &&
+		    !(gmp__load32_rlx(r->sq_kflags) & IORING_SQ_CQ_OVERFLOW))
 			break;
-		int rc = lu.get_events(&r->ring);
+		int rc = uring_enter(r->fd, 0, IORING_ENTER_GETEVENTS);
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
 			gmp__throw("io_uring: flushing completions failed "
 				   "(errno %d)",
@@ -414,39 +532,63 @@ int gmp__uring_evfd_ready(gmp__gqueue *q)
 
 /* ---- submitting ---------------------------------------------------------------- */
 
-/* Under r->lock: an SQE, flushing the queue to the kernel while it is
- * full. */
+/* Under r->lock: the entries from the kernel's head to our tail, handed
+ * over once. -EAGAIN and -EBUSY mean "not now" (completions are waiting
+ * to be posted, or memory is short): reap, let others run, and leave the
+ * retry to the caller. An entry, once queued, is never dropped. */
+static void enter_once(gmp__ring *r, gmp__gqueue *q)
+{
+	uint32_t queued = r->sq_tail - gmp__load32_acq(r->sq_khead);
+	int rc = uring_enter(r->fd, queued, 0);
+	if (rc >= 0 || rc == -EINTR)
+		return;
+	if (rc != -EAGAIN && rc != -EBUSY)
+		gmp__throw("io_uring_enter failed (errno %d)", -rc);
+	reap_locked(r, q);
+	gmp__osyield();
+}
+
+/* Under r->lock: the next free entry, zeroed, handing the queue to the
+ * kernel while it is full. */
 static struct io_uring_sqe *sqe_get(gmp__ring *r, gmp__gqueue *q)
 {
-	struct io_uring_sqe *sqe;
-	while (!(sqe = io_uring_get_sqe(&r->ring))) {
-		int rc = lu.submit(&r->ring);
-		if (rc == -EAGAIN || rc == -EBUSY) {
-			reap_locked(r, q);
-			gmp__osyield();
-		} else if (rc < 0 && rc != -EINTR) {
-			gmp__throw("io_uring_submit failed (errno %d)", -rc);
-		}
-	}
+	/* acquire: pairs with the kernel's release store of the head once
+	 * it has read the entries below it (io_commit_sqring): the slot we
+	 * fill next is one the kernel is done reading. */
+	while (r->sq_tail - gmp__load32_acq(r->sq_khead) >= r->sq_entries)
+		enter_once(r, q);
+	struct io_uring_sqe *sqe = &r->sqes[r->sq_tail & r->sq_mask];
+	memset(sqe, 0, sizeof *sqe);
 	return sqe;
 }
 
-/* Under r->lock: everything queued to the kernel. -EAGAIN and -EBUSY mean
- * "not now" (completions are waiting to be posted): reap and retry. */
+/* Under r->lock: queues the entry sqe_get gave (not yet submitted). */
+static void sqe_push(gmp__ring *r)
+{
+	r->sq_tail++;
+	/* release: the entry's stores come before the tail that hands it
+	 * over; the partner is the kernel's acquire load of the tail
+	 * (io_sqring_entries) before it reads entries. */
+	gmp__store32_rel(r->sq_ktail, r->sq_tail);
+}
+
+/* Under r->lock: everything queued, submitted. */
 static void submit_all(gmp__ring *r, gmp__gqueue *q)
 {
-	for (;;) {
-		int rc = lu.submit(&r->ring);
-		if (rc >= 0 || rc == -EINTR) {
-			if (rc >= 0 && io_uring_sq_ready(&r->ring) == 0)
-				return;
-			continue;
-		}
-		if (rc != -EAGAIN && rc != -EBUSY)
-			gmp__throw("io_uring_submit failed (errno %d)", -rc);
-		reap_locked(r, q);
-		gmp__osyield();
-	}
+	/* acquire: as in sqe_get */
+	while (r->sq_tail != gmp__load32_acq(r->sq_khead))
+		enter_once(r, q);
+}
+
+static void prep(struct io_uring_sqe *sqe, uint8_t opcode, int fd,
+		 uint64_t addr, uint32_t len, uint64_t off, void *data)
+{
+	sqe->opcode = opcode;
+	sqe->fd = fd;
+	sqe->addr = addr;
+	sqe->len = len;
+	sqe->off = off;
+	sqe->user_data = (uint64_t)(uintptr_t)data;
 }
 
 /* Takes g out of q if it is there. */
@@ -476,7 +618,7 @@ static bool uop_commit(gmp_g *g, void *arg)
 	gmp__m *m = gmp__getm();
 	gmp__ring *r = ring_get(m->p);
 	if (!r) {
-		op->res = RES_NORING;
+		op->res = GMP__URING_NONE;
 		return false;
 	}
 	gmp__gqueue q = { 0 };
@@ -487,12 +629,10 @@ static bool uop_commit(gmp_g *g, void *arg)
 		return false;
 	}
 	struct io_uring_sqe *sqe = sqe_get(r, &q);
-	if (op->opcode == IORING_OP_READ)
-		io_uring_prep_read(sqe, op->fd, op->buf, op->n, op->off);
-	else
-		io_uring_prep_write(sqe, op->fd, op->buf, op->n, op->off);
-	io_uring_sqe_set_data(sqe, op);
+	prep(sqe, op->opcode, op->fd, (uint64_t)(uintptr_t)op->buf, op->n,
+	     op->off, op);
 	list_add(r, op);
+	sqe_push(r);
 	gmp__add32_full(&ur.inflight, 1);
 	gmp__netpoll_adjust_waiters(1);
 	submit_all(r, &q);
@@ -508,10 +648,8 @@ static bool uop_commit(gmp_g *g, void *arg)
 	return !done;
 }
 
-/* One operation through the ring, from a task inside the runtime. Returns
- * its result, or RES_NORING. */
-static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
-		   uint64_t off)
+int gmp__uring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
+		  uint64_t off)
 {
 	uop op = {
 		.g = gmp_current(),
@@ -521,7 +659,7 @@ static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
 		.n = n,
 		.buf = buf,
 		.off = off,
-		.res = RES_NORING,
+		.res = GMP__URING_NONE,
 	};
 	gmp__park(uop_commit, &op,
 		  write ? GMP__WAIT_IO_WRITE : GMP__WAIT_IO_READ);
@@ -553,8 +691,10 @@ static void cancel_fd(int fd)
 				break;
 			op->cancelled = true;
 			struct io_uring_sqe *sqe = sqe_get(r, &q);
-			io_uring_prep_cancel(sqe, op, 0);
-			io_uring_sqe_set_data(sqe, &cancel_cookie);
+			/* the target is named by its user_data, in addr */
+			prep(sqe, IORING_OP_ASYNC_CANCEL, -1,
+			     (uint64_t)(uintptr_t)op, 0, 0, &cancel_cookie);
+			sqe_push(r);
 			any = true;
 		}
 		if (any)
@@ -590,6 +730,11 @@ uint64_t gmp__uring_ops(void)
 	return n;
 }
 
+bool gmp__uring_usable(void)
+{
+	return gmp__load32_acq(&ur.on) != 0;
+}
+
 void gmp__uring_stop(void)
 {
 	for (int i = 0; i < GMP__MAXPROCS_LIMIT; i++) {
@@ -604,29 +749,31 @@ void gmp__uring_stop(void)
 	ur.evfd = -1;
 	gmp__store32_rel(&ur.on, 0);
 	gmp__unlock(&ur.lock);
-	int saved = errno;
 	while (r) {
 		gmp__ring *next = r->next;
 		if (r->inflight)
 			gmp__throw("io_uring: an operation is still in flight "
 				   "at shutdown");
-		lu.queue_exit(&r->ring);
+		ring_close(r);
 		gmp__free(r);
 		r = next;
 	}
-	if (e >= 0)
+	if (e >= 0) {
+		int saved = errno;
 		close(e);
-	errno = saved;
+		errno = saved;
+	}
 }
 
 void gmp__uring_forked(void)
 {
-	int saved = errno;
 	for (gmp__ring *r = ur.all; r; r = r->next)
-		lu.queue_exit(&r->ring); /* munmap and close only */
-	if (ur.evfd >= 0)
+		ring_close(r); /* munmap and close only */
+	if (ur.evfd >= 0) {
+		int saved = errno;
 		close(ur.evfd);
-	errno = saved;
+		errno = saved;
+	}
 	ur.lock = (gmp__mutex)GMP__MUTEX_INIT;
 	ur.all = NULL; /* the structs are the parent's leftovers */
 	ur.evfd = -1;
@@ -634,14 +781,16 @@ void gmp__uring_forked(void)
 	ur.inflight = 0;
 }
 
-static bool ring_usable(void)
+/* ---- for tests only (export_test.h) -------------------------------------------- */
+
+void gmp__uring_set_entries(unsigned n)
 {
-	return gmp__load32_acq(&ur.on) != 0;
+	ring_entries = n;
 }
 
 const char *gmp__uring_off_reason(void)
 {
-	return ring_usable() ? NULL : ur.why_off;
+	return gmp__uring_usable() ? NULL : ur.why_off;
 }
 
 uint32_t gmp__uring_inflight(void)
@@ -657,164 +806,15 @@ ssize_t gmp__uring_test_read(int fd, void *buf, size_t n)
 	gmp__pd *pd = g ? gmp__pd_acquire(fd, &err) : NULL;
 	int r = -ENOSYS;
 	if (pd) {
-		if (ring_usable())
-			r = ring_rw(pd, fd, false, buf, (uint32_t)n,
-				    (uint64_t)-1);
-		if (r == RES_NORING)
+		if (gmp__uring_usable())
+			r = gmp__uring_rw(pd, fd, false, buf, (uint32_t)n,
+					  (uint64_t)-1);
+		if (r == GMP__URING_NONE)
 			r = -ENOSYS;
 		gmp__pd_release(pd);
 	} else if (g) {
 		r = err;
 	}
 	gmp__leave_task(g, was);
-	return r;
-}
-
-#else /* !GMP_HAVE_LIBURING */
-
-#define RES_NORING INT_MIN
-
-void gmp__uring_start(void)
-{
-}
-void gmp__uring_stop(void)
-{
-}
-void gmp__uring_forked(void)
-{
-}
-int gmp__uring_reap(gmp__gqueue *q)
-{
-	return 0;
-}
-int gmp__uring_evfd_ready(gmp__gqueue *q)
-{
-	return 0;
-}
-void gmp__uring_cancel_fd(int fd)
-{
-}
-uint64_t gmp__uring_ops(void)
-{
-	return 0;
-}
-static bool ring_usable(void)
-{
-	return false;
-}
-const char *gmp__uring_off_reason(void)
-{
-	return "libgmp was built without liburing";
-}
-uint32_t gmp__uring_inflight(void)
-{
-	return 0;
-}
-ssize_t gmp__uring_test_read(int fd, void *buf, size_t n)
-{
-	return -ENOSYS;
-}
-void gmp__uring_set_entries(unsigned n)
-{
-}
-static int ring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
-		   uint64_t off)
-{
-	return RES_NORING;
-}
-
-#endif
-
-/* ---- the dispatch ---------------------------------------------------------------- */
-
-/* read(2)/write(2)'s offset: see "read(2) and write(2)" at the top. */
-static gmp_mutex pos_locks[64];
-
-/* One attempt by the best engine: the ring for a task that has one (a
- * result of -EAGAIN there means an O_NONBLOCK file the ring would not
- * wait for: then the system call, which does), else the system call. */
-static ssize_t attempt(gmp__pd *pd, int fd, int how, void *buf, size_t n,
-		       int64_t off, bool task)
-{
-	if (task && ring_usable()) {
-		bool wr = how == GMP__FILE_WRITE || how == GMP__FILE_PWRITE;
-		uint64_t o = how == GMP__FILE_READ || how == GMP__FILE_WRITE
-				     ? (uint64_t)-1
-				     : (uint64_t)off;
-		int r = ring_rw(pd, fd, wr, buf,
-				n > RW_MAX ? RW_MAX : (uint32_t)n, o);
-		if (r != RES_NORING && r != -EAGAIN && r != -EINTR)
-			return r;
-	}
-	return sys_call(fd, how, buf, n, off, task);
-}
-
-/* Whether fd is a regular file or a block device (fstat, which also
- * corrects the descriptor's cached kind); -errno if fstat fails. */
-static int is_file(gmp__pd *pd, int fd)
-{
-	struct stat st;
-	int saved = gmp__errno_get();
-	int r = fstat(fd, &st);
-	if (r < 0) {
-		r = -gmp__errno_get();
-		gmp__errno_set(saved);
-		return r;
-	}
-	gmp__errno_set(saved);
-	int kind = GMP__PD_KIND_OTHER;
-	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
-		kind = GMP__PD_KIND_FILE;
-	else if (S_ISSOCK(st.st_mode))
-		kind = GMP__PD_KIND_SOCKET;
-	int was = gmp__pd_kind(pd);
-	if (kind != was &&
-	    !(kind == GMP__PD_KIND_SOCKET &&
-	      (was == GMP__PD_KIND_STREAM || was == GMP__PD_KIND_SOCKET_OTHER)))
-		gmp__pd_set_kind(pd, kind);
-	return kind == GMP__PD_KIND_FILE;
-}
-
-ssize_t gmp__file_io(gmp__pd *pd, int fd, int how, void *buf, size_t n,
-		     int64_t off, bool task)
-{
-	bool positioned = how == GMP__FILE_PREAD || how == GMP__FILE_PWRITE;
-	if (positioned && off < 0)
-		return -EINVAL;
-	int f = is_file(pd, fd);
-	if (f < 0)
-		return f;
-	if (!f) {
-		if (!positioned)
-			return GMP__NOT_FILE;
-		/* -ESPIPE, -EISDIR, ...: whatever the kernel says */
-		return sys_call(fd, how, buf, n, off, task);
-	}
-	bool wr = how == GMP__FILE_WRITE || how == GMP__FILE_PWRITE;
-	gmp_mutex *pl = positioned ? NULL : &pos_locks[(unsigned)fd % 64];
-	if (pl)
-		gmp_mutex_lock(pl);
-	ssize_t r;
-	if (!wr) {
-		r = attempt(pd, fd, how, buf, n, off, task);
-	} else {
-		/* all n bytes, as gmp_write promises; stopped by an error
-		 * after some, that count */
-		size_t done = 0;
-		for (;;) {
-			r = attempt(pd, fd, how, (char *)buf + done, n - done,
-				    off + (int64_t)done, task);
-			if (r > 0) {
-				done += (size_t)r;
-				if (done < n)
-					continue;
-			}
-			if (r >= 0 || done)
-				r = (ssize_t)done;
-			break;
-		}
-	}
-	if (pl)
-		gmp_mutex_unlock(pl);
 	return r;
 }

@@ -1,43 +1,40 @@
-/* File I/O that holds no thread (design.md §11, §34): one io_uring per P.
+/* File I/O that holds no thread (design.md §11, §32): one io_uring per P,
+ * the engine.
  *
- * gmp_pread and gmp_pwrite, and gmp_read and gmp_write on a regular file or
- * a block device, come here (io.c hands them over after it has taken its
- * reference on the descriptor). A task submits its operation to the ring of
- * the P it runs on and parks; whoever reaps the completion (findrunnable
- * before the network poller, or the M blocked in epoll, woken through the
- * eventfd every ring signals) readies it. Without a ring (no liburing at
- * build time, a kernel that refuses io_uring, GMP_IO_URING=off) and for
- * callers that are not tasks, the plain system call runs, wrapped in
- * gmp_enter_syscall/gmp_exit_syscall for a task. See uring.c.
+ * io.c decides which way a file operation goes (file_io: the ring for a
+ * task while gmp__uring_usable says so, else the plain system call) and
+ * holds the position locks; here are the rings. A task submits its
+ * operation to the ring of the P it runs on and parks; whoever reaps the
+ * completion (findrunnable before the network poller, or the M blocked in
+ * epoll, woken through the eventfd every ring signals) readies it. See
+ * uring.c.
  */
 #ifndef GMP_URING_H
 #define GMP_URING_H
 
+#include <limits.h>
 #include <sys/types.h>
 
 #include "internal.h"
 #include "pollfd.h"
 
-/* What gmp__file_io returns for a descriptor that is neither a regular
- * file nor a block device: the caller goes its own way (the poller). */
-#define GMP__NOT_FILE ((ssize_t)INT64_MIN)
+/* What gmp__uring_rw returns when the operation was not submitted: the
+ * calling task's P has no ring and none can be made. */
+#define GMP__URING_NONE INT_MIN
 
-enum {
-	GMP__FILE_READ = 0,   /* read(2): the file offset, advanced */
-	GMP__FILE_WRITE = 1,  /* write(2) of all n bytes, the offset */
-	GMP__FILE_PREAD = 2,  /* pread(2) at off; the offset left alone */
-	GMP__FILE_PWRITE = 3, /* pwrite(2) of all n bytes at off */
-};
+/* Whether file I/O goes through the rings in this run (gmp__uring_start
+ * decided so, and no ring has failed to be made since). */
+bool gmp__uring_usable(void);
 
-/* One file operation on fd, whose reference pd the caller holds, for the
- * caller (task: a running task inside the runtime, which may park; else a
- * thread that blocks). Returns what the libc call returns (-errno for -1),
- * or GMP__NOT_FILE for READ and WRITE when fd is not a regular file or a
- * block device (learnt with fstat and kept in the descriptor's kind).
- * PREAD and PWRITE on anything else run the plain call and return its
- * answer (-ESPIPE, -EISDIR, ...). */
-ssize_t gmp__file_io(gmp__pd *pd, int fd, int how, void *buf, size_t n,
-		     int64_t off, bool task);
+/* One IORING_OP_READ or IORING_OP_WRITE of n bytes at off (-1: the file's
+ * current position, used and advanced) on fd, whose reference pd the
+ * caller holds, through the ring of the calling task's P: the task parks
+ * until the completion is reaped, unless the kernel finished it inside the
+ * submission. From a running task inside the runtime only. Returns the
+ * operation's result (bytes, or -errno; -EBADF once gmp_close cancelled
+ * it), or GMP__URING_NONE. */
+int gmp__uring_rw(gmp__pd *pd, int fd, bool write, void *buf, uint32_t n,
+		  uint64_t off);
 
 /* gmp_init, once the poller exists: decides whether the ring is used
  * (GMP_IO_URING, the build, a probe of the kernel made once per process)

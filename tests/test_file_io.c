@@ -1,10 +1,9 @@
-/* File I/O (design.md §11, §34): gmp_pread and gmp_pwrite, gmp_read and
+/* File I/O (design.md §11, §32): gmp_pread and gmp_pwrite, gmp_read and
  * gmp_write on regular files, through the per-P io_uring and through the
  * system call path (GMP_IO_URING=off), with the same answers.
  *
  * Cases that need the ring skip, saying why, where it is not there
- * (qemu-user has no io_uring; a build without liburing; a kernel or
- * sandbox that refuses it). */
+ * (qemu-user has no io_uring; a kernel or sandbox that refuses it). */
 #include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
