@@ -12,6 +12,7 @@
 #include "runq.h"
 #include "scheduler.h"
 #include "syscall.h"
+#include "task.h"
 
 enum {
 	BARRIER_NONE = 0,
@@ -295,6 +296,31 @@ void gmp__enter_last_slow(gmp_g *g)
 	gmp__store8_rlx(&g->inrt, GMP__INRT_IN);
 	gmp__enter_slow(g);
 	gmp__store8_rlx(&g->inrt, mark);
+}
+
+/* ---- the switch point the program calls ---------------------------------- */
+
+/* Defined in tls.c, with the thread's other variables: that file reaches
+ * thread-locals only from functions the compiler cannot see into, so that
+ * no caller keeps an address computed on one thread after a switch moved
+ * it to another. The one read here comes before any switch, as gmp.h's
+ * inline check does in the caller. Redeclared initial-exec, as it is
+ * defined, so the read is one load from the thread pointer rather than a
+ * call to __tls_get_addr. */
+extern __thread uint32_t gmp_preempt_pending_
+	__attribute__((tls_model("initial-exec")));
+
+/* One thread-local load when nothing is pending (design.md §2); the same check
+ * as the inline one in gmp.h, for callers through a function pointer. */
+GMP_EXTERN void(gmp_preempt_point)(void)
+{
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp_preempt_pending_) != 0))
+		gmp__preempt_slow();
+}
+
+GMP_EXTERN void gmp_preempt_point_slow_(void)
+{
+	gmp__preempt_slow();
 }
 
 /* ---- tests --------------------------------------------------------------------- */

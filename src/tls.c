@@ -55,16 +55,3 @@ GMP__OPAQUE volatile uint32_t *gmp__tls_preempt_flag(void)
 {
 	return &gmp_preempt_pending_;
 }
-
-/* One thread-local load when nothing is pending (design.md §2); the same check
- * as the inline one in gmp.h, for callers through a function pointer. */
-GMP_EXTERN void(gmp_preempt_point)(void)
-{
-	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp_preempt_pending_) != 0))
-		gmp__preempt_slow();
-}
-
-GMP_EXTERN void gmp_preempt_point_slow_(void)
-{
-	gmp__preempt_slow();
-}
