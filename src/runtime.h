@@ -4,7 +4,10 @@
 #ifndef GMP_RUNTIME_H
 #define GMP_RUNTIME_H
 
+#include <limits.h>
+
 #include "internal.h"
+#include "os.h"
 
 /* Holding the runtime, for code on a thread that holds no P (the
  * program's own threads, gmp_main's caller, a task inside a
@@ -40,5 +43,16 @@ void gmp__main_goexit(gmp_g *g);
 
 /* In the child of fork() (fork.c). */
 void gmp__runtime_forked(void);
+
+/* A P goes idle (gmp__pidleput): if a thread is waiting for the last
+ * task to end, let it count again (wait_no_tasks in runtime.c). Only ever
+ * true during gmp_shutdown, or after gmp_main's task called gmp_exit. */
+static inline void gmp__drain_poke(void)
+{
+	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.drain_waiters))) {
+		gmp__add32_full(&gmp__sched.drain_seq, 1);
+		gmp__futex_wake(&gmp__sched.drain_seq, INT_MAX);
+	}
+}
 
 #endif

@@ -65,6 +65,7 @@
 #include "netpoll.h"
 #include "preempt.h"
 #include "runq.h"
+#include "runtime.h"
 #include "scheduler.h"
 #include "sysmon.h"
 #include "thread.h"
@@ -73,17 +74,6 @@
 gmp__sched_t gmp__sched;
 
 /* ---- Ps ----------------------------------------------------------------- */
-
-/* A P goes idle: if a thread is waiting for the last task to end, let it
- * count again (wait_no_tasks in runtime.c). Only ever true during
- * gmp_shutdown, or after gmp_main's task called gmp_exit. */
-static void drain_poke(void)
-{
-	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.drain_waiters))) {
-		gmp__add32_full(&gmp__sched.drain_seq, 1);
-		gmp__futex_wake(&gmp__sched.drain_seq, INT_MAX);
-	}
-}
 
 /* Retires p, beyond gomaxprocs and held by no M (sched.lock held): DEAD,
  * its cached Gs to the global list, its timers to P0, which is always
@@ -119,9 +109,9 @@ void gmp__pidleput(gmp__p *p)
 	gmp__storep_rlx(&p->m, NULL);
 	if ((uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs)) {
 		p_die(p);
-		/* full: the #StoreLoad of drain_poke (rare path) */
+		/* full: the #StoreLoad of gmp__drain_poke (rare path) */
 		gmp__add32_full(&gmp__sched.drain_seq, 0);
-		drain_poke();
+		gmp__drain_poke();
 		return;
 	}
 	gmp__store32_rel(&p->status, GMP__P_IDLE);
@@ -129,9 +119,9 @@ void gmp__pidleput(gmp__p *p)
 	gmp__sched.pidle = p;
 	/* full: idle P counts feed the spinning heuristics (wakep); also
 	 * the #StoreLoad between this M's last nexited store and the
-	 * drain_waiters load in drain_poke. */
+	 * drain_waiters load in gmp__drain_poke. */
 	gmp__add32_full(&gmp__sched.npidle, 1);
-	drain_poke();
+	gmp__drain_poke();
 }
 
 /* Live tasks: spawns minus exits. Exits are summed first (acquire): a

@@ -29,30 +29,6 @@ static __attribute__((cold)) void enter_refused(const char *what)
 			   (long long)g->id);
 }
 
-/* Whether sysmon sleeps deeply (it took the sleep when every P was idle)
- * and the system call that p's task is about to enter could hold up work:
- * tasks queued on p or globally, or a timer of p's due before sysmon would
- * wake by itself. Then it must be woken, to retake p should the call
- * block. Work that turns up later and finds no idle P wakes it then
- * (gmp__wakep, injectglist); timers armed later on p are run by other Ps'
- * Ms, or once sysmon's sleep ends (a 10 ms slice at most while tasks are
- * live). So a server whose one task parks and wakes thousands of times a
- * second does not wake sysmon, a futex wake and a context switch on the
- * other CPU, at each of its system calls, as Go's entersyscall does.
- *
- * Called while p is still ours (its queue and timers are read). sysmon
- * cannot start a deep sleep while p runs, so sysmonwait read here is what
- * it would be after the call's status CAS, or already cleared. */
-static inline bool sysmon_wanted(gmp__p *p)
-{
-	if (GMP__LIKELY(!gmp__load32_rlx(&gmp__sched.sysmonwait)))
-		return false;
-	int64_t next = gmp__timers_next(&p->timers);
-	return !gmp__runq_empty(p) || gmp__load64_rlx(&gmp__sched.runqsize) ||
-	       (next &&
-		next < (int64_t)gmp__load64_rlx(&gmp__sched.sysmonuntil));
-}
-
 /* The task entering a system call, inside the runtime (preempt.h) and
  * holding a P: a detached task takes one back first, so that the call
  * starts as any other does. NULL outside a task, or if already in one. */
@@ -77,7 +53,7 @@ GMP_EXTERN void gmp_enter_syscall(void)
 	gmp__p *p = m->p;
 	m->syscalltick = p->syscalltick;
 	m->oldp = p;
-	bool wake = sysmon_wanted(p);
+	bool wake = gmp__sysmon_wanted(p);
 	/* release: from here sysmon may take the P; it must see oldp. */
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_SYSCALL);
 	if (GMP__UNLIKELY(wake))

@@ -3,6 +3,8 @@
 #define GMP_SYSMON_H
 
 #include "internal.h"
+#include "runq.h"
+#include "timer.h"
 
 /* gmp_init / gmp_shutdown. Start returns 0 or -errno. */
 int gmp__sysmon_start(void);
@@ -20,5 +22,30 @@ void gmp__sysmon_wake(void);
 /* The same, but only a deep sleep that may last longer than sysmon's
  * longest round (10 ms): taken while no task is live. */
 void gmp__sysmon_wake_long_locked(void);
+
+/* gmp_enter_syscall: whether sysmon sleeps deeply (it took the sleep when
+ * every P was idle) and the system call that p's task is about to enter
+ * could hold up work: tasks queued on p or globally, or a timer of p's due
+ * before sysmon would wake by itself. Then it must be woken, to retake p
+ * should the call block. Work that turns up later and finds no idle P
+ * wakes it then (gmp__wakep, injectglist); timers armed later on p are run
+ * by other Ps' Ms, or once sysmon's sleep ends (a 10 ms slice at most
+ * while tasks are live). So a server whose one task parks and wakes
+ * thousands of times a second does not wake sysmon, a futex wake and a
+ * context switch on the other CPU, at each of its system calls, as Go's
+ * entersyscall does.
+ *
+ * Called while p is still ours (its queue and timers are read). sysmon
+ * cannot start a deep sleep while p runs, so sysmonwait read here is what
+ * it would be after the call's status CAS, or already cleared. */
+static inline bool gmp__sysmon_wanted(gmp__p *p)
+{
+	if (GMP__LIKELY(!gmp__load32_rlx(&gmp__sched.sysmonwait)))
+		return false;
+	int64_t next = gmp__timers_next(&p->timers);
+	return !gmp__runq_empty(p) || gmp__load64_rlx(&gmp__sched.runqsize) ||
+	       (next &&
+		next < (int64_t)gmp__load64_rlx(&gmp__sched.sysmonuntil));
+}
 
 #endif
