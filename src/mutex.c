@@ -37,6 +37,7 @@
 #include "preempt.h"
 #include "runq.h"
 #include "sema.h"
+#include "sync.h"
 
 #define LOCKED GMP__MUTEX_LOCKED
 #define WOKEN GMP__MUTEX_WOKEN

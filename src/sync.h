@@ -1,9 +1,24 @@
-/* The layouts of the section 12 synchronisation types (gmp_rwmutex,
- * gmp_once, gmp_cond, gmp_sem). gmp.h gives each only an opaque array of
- * the right size; these are their real words, here so that the .c files
- * and the tests share one description. A zero-filled value of each is the
- * ready state: an unlocked rwmutex, a once not yet done, a cond with
- * nobody waiting, a semaphore with count 0.
+/* The layouts of the synchronisation types (gmp_mutex, gmp_wg, and
+ * section 12's gmp_rwmutex, gmp_once, gmp_cond, gmp_sem). gmp.h gives each
+ * only an opaque array of the right size; these are their real words,
+ * here so that the .c files and the tests share one description. A
+ * zero-filled value of each is the ready state: an unlocked mutex or
+ * rwmutex, a wait group at zero, a once not yet done, a cond with nobody
+ * waiting, a semaphore with count 0.
+ *
+ * gmp_mutex (mutex.c): a state word and a semaphore. The state word:
+ *
+ *   bit 0      LOCKED    someone holds the mutex
+ *   bit 1      WOKEN     a locker is awake and about to try for it (a
+ *                        spinner, or a sleeper the last unlock woke), so
+ *                        unlock need not wake another
+ *   bit 2      STARVING  starvation mode: unlock hands the mutex to the
+ *                        oldest sleeper, newcomers queue behind it; LOCKED
+ *                        may then be clear while the mutex is still owned
+ *   bits 3-31  sleepers on the semaphore, or about to sleep there
+ *
+ * gmp_wg (wg.c): a 64-bit state word, the counter in its high half and the
+ * number of waiters in its low half, and a semaphore the waiters sleep on.
  *
  * gmp_rwmutex (rwmutex.c), Go's sync.RWMutex, with reader slots:
  *   w             a gmp_mutex that writers hold from lock to unlock, so
@@ -63,6 +78,41 @@
 #include "internal.h"
 #include "lock.h"
 #include "wait.h"
+
+enum {
+	GMP__MUTEX_LOCKED = 1u << 0,
+	GMP__MUTEX_WOKEN = 1u << 1,
+	GMP__MUTEX_STARVING = 1u << 2,
+	GMP__MUTEX_WAITER_SHIFT = 3,
+};
+
+typedef struct gmp__mutex_words {
+	volatile uint32_t state; /* atomic: the bits above */
+	volatile uint32_t sema;  /* the semaphore sleepers wait on */
+} gmp__mutex_words;
+
+typedef struct gmp__wg_words {
+	volatile uint64_t state; /* atomic: counter << 32 | waiters */
+	volatile uint32_t sema;  /* the semaphore waiters sleep on */
+	uint32_t unused;
+} gmp__wg_words;
+
+_Static_assert(sizeof(gmp__mutex_words) == sizeof(gmp_mutex) &&
+		       _Alignof(gmp__mutex_words) <= _Alignof(gmp_mutex),
+	       "gmp_mutex must hold gmp__mutex_words");
+_Static_assert(sizeof(gmp__wg_words) == sizeof(gmp_wg) &&
+		       _Alignof(gmp__wg_words) <= _Alignof(gmp_wg),
+	       "gmp_wg must hold gmp__wg_words");
+
+static inline gmp__mutex_words *gmp__mutex_words_of(gmp_mutex *mu)
+{
+	return (gmp__mutex_words *)(void *)mu;
+}
+
+static inline gmp__wg_words *gmp__wg_words_of(gmp_wg *wg)
+{
+	return (gmp__wg_words *)(void *)wg;
+}
 
 typedef struct gmp__rwmutex_words {
 	gmp_mutex w;

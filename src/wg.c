@@ -21,6 +21,7 @@
  * carry the same edge.
  */
 #include "sema.h"
+#include "sync.h"
 
 #define WAITERS_MASK 0xffffffffu
 
