@@ -235,91 +235,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "export_test.h"
 #include "netpoll.h"
 #include "pollfd.h"
+#include "pollfd_impl.h"
 #include "scheduler.h"
-#include "sysmon.h"
 #include "task.h"
 #include "uring.h"
 #include "wait.h"
-
-#define PD_NIL ((uintptr_t)0)
-#define PD_PENDING ((uintptr_t)1) /* or'ed into a G pointer (aligned) */
-
-#define PD_CLOSING 0x80000000u
-#define PD_CLOSED 0x40000000u /* with CLOSING: close(2) under way */
-#define PD_COUNT(v) ((v) & ~(PD_CLOSING | PD_CLOSED))
-#define PD_SEQ_MASK 0x7fffffffu
-#define PD_COOKIE_TAG (1ull << 63)
-
-struct gmp__pd {
-	/* What every call and the poller touch, in the first cache line. */
-	gmp__mutex lock;            /* protects the fields marked "lock" */
-	volatile uint32_t ref;      /* atomic: calls in flight, CLOSING and
-				       CLOSED (see final_close) */
-	volatile uint32_t seq;      /* atomic: the file's generation; changed
-				       under lock, read lock-free by the
-				       poller */
-	volatile uint32_t edges;    /* atomic: bumped and checked with RMWs,
-				       snapshot with a load (see the top) */
-	volatile uintptr_t rg, wg;  /* atomic: NIL, g|PENDING or g */
-	gmp__waiter *volatile list; /* lock; the poller peeks at it, so it
-				       is stored and loaded atomically */
-	volatile uint32_t kind;     /* racy hints: GMP__PD_KIND_* and
-				       PD_NONBLOCK (gmp__pd_kind) */
-	volatile uint32_t rdrain;   /* racy: 1 + the edge count before the
-				       last short read of a stream, 0 none
-				       (gmp__pd_drained) */
-	int fd;                     /* immutable: the descriptor number */
-	volatile uint32_t epgen;    /* atomic, written under lock: the
-				       netpoll generation we are registered
-				       with; 0: not registered */
-	int evfd1;                  /* lock: eventfd for threads, plus one;
-				       0: none yet */
-	volatile uint32_t rdhup;    /* atomic: the poller saw the file's end
-				       or an error (gmp__pd_drained) */
-	/* Closing. */
-	gmp__waiter *closer; /* lock: gmp_close waiting for callers */
-	/* Deadlines (see "Deadlines" at the top). */
-	volatile uint64_t dl[2]; /* atomic: per direction, an int64
-				     gmp__nanotime deadline, 0 none; set
-				     with an exchange, read by waiters with
-				     an RMW after they registered */
-	volatile uint32_t twait; /* atomic, changed under lock: threads in
-				     gmp__pd_wait_thread */
-	uint32_t dlgen;          /* lock: deadline changes made while
-				     threads waited */
-	uint32_t dlack;          /* lock: threads still to notice the
-				     latest of them */
-	bool dlsig;              /* lock: the eventfd was written for it */
-	volatile uint32_t seen;  /* racy: gmp__pd_set_deadline checked that
-				     the number is open */
-	/* The deferred check (see "checking registrations later"). */
-	gmp__pd *vnext;            /* vw.lock: next on its wheel slot */
-	int64_t vdue;              /* vw.lock: the tick of its next look */
-	volatile uint32_t vqueued; /* atomic: on the wheel (or being looked
-				      at); set and cleared under vw.lock */
-	volatile uint32_t vcall;   /* racy: bumped by each call's first
-				      trusted park */
-	volatile uint32_t vshift;  /* racy: log2 of the ticks between looks */
-	volatile uint32_t vretry;  /* atomic: the generation a deferred check
-				      replaced (see broken) */
-	uint32_t vlast_call;       /* sysmon: vcall at its last look */
-	uint32_t vlast_wait;       /* sysmon: whether a task waited then */
-	/* The deadline timer (see "Deadlines" at the top), in a line of its
-	 * own: only a wait with a deadline looks at it. */
-	gmp__timer dlt __attribute__((aligned(64))); /* lock: armed by dl_arm;
-							fires dl_fire */
-	volatile uint64_t dlt_when; /* atomic, stored under lock: the int64
-				       time dlt is armed for; 0: fired or
-				       never armed */
-} __attribute__((aligned(64)));
-
-_Static_assert(offsetof(gmp__pd, rdhup) < 64,
-	       "a call's and the poller's fields share one cache line");
-_Static_assert(offsetof(gmp__pd, dlt) >= 192 && sizeof(gmp__pd) <= 256,
-	       "three cache lines per descriptor, and one for its timer");
 
 #define PD_CHUNK_SHIFT 10
 #define PD_CHUNK (1 << PD_CHUNK_SHIFT)
@@ -382,13 +304,6 @@ bool gmp__pd_closing(const gmp__pd *pd)
 	return (gmp__load32_acq(&pd->ref) & PD_CLOSING) != 0;
 }
 
-/* pd->kind holds the kind in its low byte and PD_NONBLOCK above it: both
- * racy hints about the file now behind the number, forgotten with it
- * (forget_file). A racy update may lose the other half's concurrent
- * update; each half is only ever a hint that the calls correct. */
-#define PD_KIND_MASK 0xffu
-#define PD_NONBLOCK 0x100u
-
 int gmp__pd_kind(const gmp__pd *pd)
 {
 	return (int)(gmp__load32_rlx(&pd->kind) & PD_KIND_MASK);
@@ -413,13 +328,6 @@ void gmp__pd_set_nonblock(gmp__pd *pd)
 	uint32_t v = gmp__load32_rlx(&pd->kind);
 	if (!(v & PD_NONBLOCK))
 		gmp__store32_rlx(&pd->kind, v | PD_NONBLOCK);
-}
-
-static void *cookie(const gmp__pd *pd, uint32_t seq)
-{
-	uint64_t c = PD_COOKIE_TAG | (uint64_t)(seq & PD_SEQ_MASK) << 32 |
-		     (uint32_t)pd->fd;
-	return (void *)(uintptr_t)c;
 }
 
 static void pd_unlock(void *arg)
@@ -459,13 +367,6 @@ bool gmp__pd_drained(gmp__pd *pd, gmp__pd_op *op)
 	return true;
 }
 
-/* The waker's half: bump the count, then look at the slots and list. */
-static void edges_bump(gmp__pd *pd)
-{
-	/* full: the RMW pair of "Barriers" at the top */
-	gmp__add32_full(&pd->edges, 1);
-}
-
 /* The waiter's half, after registering: has anything happened since the
  * snapshot? */
 static bool edges_moved(gmp__pd *pd, const gmp__pd_op *op)
@@ -496,25 +397,6 @@ static bool broken(gmp__pd *pd, const gmp__pd_op *op)
 
 /* ---- wait slots --------------------------------------------------------------- */
 
-/* A waker empties the slot. Returns the parked task it held, which the
- * caller must ready; NULL if there was none (a pending registration is
- * cancelled: its commit will fail). */
-static gmp_g *slot_wake(volatile uintptr_t *slot)
-{
-	for (;;) {
-		uintptr_t old = gmp__loadp_acq(slot);
-		if (old == PD_NIL)
-			return NULL;
-		/* full: orders our reads of the task after its commit */
-		if (gmp__casp_full(slot, old, PD_NIL)) {
-			if (old & PD_PENDING)
-				return NULL;
-			gmp__netpoll_adjust_waiters(-1);
-			return (gmp_g *)old;
-		}
-	}
-}
-
 /* gmp_park's unlock function (Go's netpollblockcommit): runs on g0 once
  * the task is WAITING. If its registration is still there, the task is
  * now parked in the slot; if a waker cancelled it, the task resumes. */
@@ -539,46 +421,6 @@ static void list_push(gmp__pd *pd, gmp__waiter *w)
 		pd->list->prev = w;
 	gmp__storep_rel(&pd->list, w);
 	gmp__netpoll_adjust_waiters(1);
-}
-
-/* Under lock. */
-static void list_remove(gmp__pd *pd, gmp__waiter *w)
-{
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		gmp__storep_rel(&pd->list, w->next);
-	if (w->next)
-		w->next->prev = w->prev;
-	w->next = w->prev = NULL;
-	gmp__netpoll_adjust_waiters(-1);
-}
-
-/* Under lock: claims every list waiter (but those whose deadline claimed
- * them first), takes it off the list and chains it through `next` for
- * list_wake, with `result` set. */
-static gmp__waiter *list_take_all(gmp__pd *pd, int result)
-{
-	gmp__waiter *chain = NULL, *next;
-	for (gmp__waiter *w = pd->list; w; w = next) {
-		next = w->next;
-		if (!gmp__waiter_claim(w))
-			continue; /* its deadline won; it removes itself */
-		list_remove(pd, w);
-		w->result = result;
-		w->next = chain;
-		chain = w;
-	}
-	return chain;
-}
-
-static void list_wake(gmp__waiter *chain)
-{
-	while (chain) {
-		gmp__waiter *next = chain->next; /* w is gone after the wake */
-		gmp__waiter_wake(chain);
-		chain = next;
-	}
 }
 
 /* The poll bits a list waiter takes as "ready": what it asked for, and
@@ -613,186 +455,6 @@ int gmp__poll_now(int fd, int events)
 		r = p.revents;
 	errno = saved;
 	return r;
-}
-
-static void watch(gmp__pd *pd);
-
-/* ---- deadlines ----------------------------------------------------------------- */
-
-/* The deadline of direction mode, for a waiter that has registered: an
- * RMW, so that it is ordered with gmp__pd_set_deadline's exchange (see
- * "Deadlines" at the top). 0: none. */
-static int64_t dl_after_register(gmp__pd *pd, int mode)
-{
-	/* full: pairs with the exchange in gmp__pd_set_deadline */
-	return (int64_t)gmp__add64_full(&pd->dl[mode], 0);
-}
-
-/* Whether the deadline of mode has passed (a plain look, before
- * registering). */
-static bool dl_passed(gmp__pd *pd, int mode)
-{
-	int64_t dl = (int64_t)gmp__load64_acq(&pd->dl[mode]);
-	return dl != 0 && gmp__nanotime() >= dl;
-}
-
-/* The earlier of two deadlines: a (< 0: none) and dl (0: none). */
-static int64_t dl_min(int64_t a, int64_t dl)
-{
-	if (dl == 0)
-		return a;
-	if (dl < 0)
-		dl = 0; /* long past */
-	return a < 0 || dl < a ? dl : a;
-}
-
-/* The descriptor's timer is due (a deadline of one of its directions
- * passed, or moved later since the timer was armed): on g0, with a P,
- * outside every lock. Every task parked in the slot of a direction that
- * has a deadline retries its call, and fails with -ETIMEDOUT when it
- * would wait again, or waits again (arming the timer again). */
-static void dl_fire(gmp__timer *t)
-{
-	gmp__pd *pd = t->arg;
-	/* full: before we look at the slots; pairs with a waiter's
-	 * registration, then its look at dlt_when (see "Deadlines") */
-	gmp__xchg64_full(&pd->dlt_when, 0);
-	for (int mode = GMP__PD_READ; mode <= GMP__PD_WRITE; mode++) {
-		if (!gmp__load64_rlx(&pd->dl[mode]))
-			continue; /* cleared: its setter woke the waiters */
-		gmp_g *g = slot_wake(mode == GMP__PD_READ ? &pd->rg : &pd->wg);
-		if (g)
-			gmp__ready(g, true);
-	}
-}
-
-/* Whether the descriptor's timer will fire by dl (> 0): armed for no
- * later, and still pending. */
-static bool dl_armed_by(gmp__pd *pd, int64_t dl)
-{
-	/* acquire: pairs with the release of the arming (the timer's state
-	 * is published after dlt_when is stored) */
-	int64_t when = (int64_t)gmp__load64_acq(&pd->dlt_when);
-	return when != 0 && when <= dl && gmp__timer_pending(&pd->dlt);
-}
-
-/* A task registered in a slot, about to park with deadline dl (> 0): makes
- * sure the descriptor's timer fires by dl (see "Deadlines" at the top).
- * Most of the time it does already, and this is two loads. */
-static volatile uint64_t dl_arms; /* atomic: timers started (tests) */
-
-uint64_t gmp__pd_deadline_arms(void)
-{
-	return gmp__load64_rlx(&dl_arms);
-}
-
-static void dl_arm(gmp__pd *pd, int64_t dl)
-{
-	if (dl_armed_by(pd, dl))
-		return;
-	gmp__lock(&pd->lock);
-	if (!dl_armed_by(pd, dl)) {
-		gmp__add64_rlx(&dl_arms, 1);
-		/* Pending for later than dl, or firing (stop waits that
-		 * out), or idle. */
-		gmp__timer_stop(&pd->dlt);
-		pd->dlt.fn = dl_fire;
-		pd->dlt.arg = pd;
-		/* Before the timer can fire (and clear it). */
-		gmp__store64_rlx(&pd->dlt_when, (uint64_t)dl);
-		gmp__timer_start(&pd->dlt, dl);
-	}
-	gmp__unlock(&pd->lock);
-}
-
-/* Under lock: a thread waiter has noticed the latest deadline change; the
- * last one to do so empties the eventfd again, unless gmp_close has
- * written it too (then it stays readable for good). */
-static void dl_ack(gmp__pd *pd)
-{
-	if (!pd->dlsig || --pd->dlack != 0)
-		return;
-	pd->dlsig = false;
-	if (gmp__load32_rlx(&pd->ref) & PD_CLOSING)
-		return;
-	uint64_t v;
-	int saved = errno;
-	while (read(pd->evfd1 - 1, &v, sizeof v) < 0 && errno == EINTR)
-		;
-	errno = saved;
-}
-
-/* Wakes the waiters of direction mode so that they look at its new
- * deadline: the task in the slot and those on the list retry their call
- * (and wait again with the new deadline, or fail); threads in poll(2) are
- * told through the eventfd. */
-static void dl_wake(gmp__pd *pd, int mode)
-{
-	gmp_g *g = slot_wake(mode == GMP__PD_READ ? &pd->rg : &pd->wg);
-	if (g)
-		gmp__ready(g, true);
-	uint32_t want = mode == GMP__PD_READ ? POLLIN : POLLOUT;
-	/* acquire: after the exchange (see "Deadlines" at the top) */
-	bool list = gmp__loadp_acq(&pd->list) != NULL;
-	bool threads = gmp__load32_acq(&pd->twait) != 0;
-	if (!list && !threads)
-		return;
-	gmp__waiter *chain = NULL;
-	gmp__lock(&pd->lock);
-	gmp__waiter *next;
-	for (gmp__waiter *w = pd->list; w; w = next) {
-		next = w->next;
-		if (!((uint32_t)w->ticket & want) || !gmp__waiter_claim(w))
-			continue;
-		list_remove(pd, w);
-		w->result = 0; /* "look again" */
-		w->next = chain;
-		chain = w;
-	}
-	uint32_t n = gmp__load32_rlx(&pd->twait);
-	if (n) {
-		pd->dlgen++;
-		pd->dlack = n; /* each of them notices once */
-		if (!pd->dlsig && pd->evfd1 &&
-		    !(gmp__load32_rlx(&pd->ref) & PD_CLOSING)) {
-			uint64_t one = 1;
-			int saved = errno;
-			while (write(pd->evfd1 - 1, &one, sizeof one) < 0 &&
-			       errno == EINTR)
-				;
-			errno = saved;
-			pd->dlsig = true;
-		}
-	}
-	gmp__unlock(&pd->lock);
-	list_wake(chain);
-}
-
-int gmp__pd_set_deadline(gmp__pd *pd, int how, int64_t deadline)
-{
-	if (GMP__UNLIKELY(!gmp__load32_rlx(&pd->seen))) {
-		/* The first time: is the number open at all? Once per file. */
-		int saved = errno;
-		int fl = fcntl(pd->fd, F_GETFD);
-		errno = saved;
-		if (fl < 0)
-			return -EBADF;
-		gmp__store32_rlx(&pd->seen, 1);
-	}
-	for (int mode = GMP__PD_READ; mode <= GMP__PD_WRITE; mode++) {
-		if (!(how & (1 << mode)))
-			continue;
-		/* full: pairs with dl_after_register's RMW; then we look for
-		 * waiters that registered before it */
-		gmp__xchg64_full(&pd->dl[mode], (uint64_t)deadline);
-		/* Nobody waits, the common case: three loads, no lock. */
-		if (gmp__loadp_acq(mode == GMP__PD_READ ? &pd->rg : &pd->wg) !=
-			    PD_NIL ||
-		    gmp__loadp_acq(&pd->list) != NULL ||
-		    gmp__load32_acq(&pd->twait) != 0)
-			dl_wake(pd, mode);
-	}
-	return 0;
 }
 
 /* A task waits on the list for `events` until the deadline (< 0: none)
@@ -835,18 +497,6 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
 	list_remove(pd, &w); /* timed out: still on it (wakers leave it) */
 	gmp__unlock(&pd->lock);
 	return 0;
-}
-
-/* Under pd->lock: what we knew of the file behind the number no longer
- * holds (a new file behind it, or none): its kind (now `kind`), the
- * drained-read hint, the end seen, and the deferred check's interval,
- * which starts at a millisecond again. */
-static void forget_file(gmp__pd *pd, uint32_t kind)
-{
-	gmp__store32_rlx(&pd->kind, kind);
-	gmp__store32_rlx(&pd->rdrain, 0);
-	gmp__store32_rlx(&pd->rdhup, 0);
-	gmp__store32_rlx(&pd->vshift, 0);
 }
 
 /* ---- registration --------------------------------------------------------------- */
@@ -1158,7 +808,7 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 			bool mine = gen != pd->dlgen;
 			if (mine) {
 				gen = pd->dlgen;
-				dl_ack(pd);
+				gmp__pd_dl_ack(pd);
 			}
 			gmp__unlock(&pd->lock);
 			if (!mine)
@@ -1173,247 +823,10 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 	gmp__lock(&pd->lock);
 	gmp__add32_full(&pd->twait, -1);
 	if (gen != pd->dlgen)
-		dl_ack(pd);
+		gmp__pd_dl_ack(pd);
 	gmp__unlock(&pd->lock);
 	errno = saved;
 	return r;
-}
-
-/* ---- checking registrations later -------------------------------------------- */
-
-/* The wheel of descriptors that tasks park on trust (see "A number closed
- * with plain close() and reused" at the top). A tick is 2^20 ns, about a
- * millisecond; a descriptor on the wheel is looked at every 2^vshift
- * ticks, vshift growing by one with every check that finds nothing wrong
- * (up to VW_MAX_SHIFT: about a second) and starting again at 0 whenever
- * the descriptor is reset. VW_SLOTS covers the longest interval, so each
- * slot holds only the descriptors due at its tick. */
-#define VW_TICK_SHIFT 20
-#define VW_MAX_SHIFT 10
-#define VW_SLOTS (1 << VW_MAX_SHIFT)
-#define VW_BATCH 64
-
-static struct {
-	gmp__mutex lock;
-	int64_t tick;            /* lock: the next tick to look at */
-	uint32_t n;              /* lock: descriptors on the slots */
-	volatile int64_t next;   /* atomic: when the earliest look is due
-				    (ns), 0 for none; read by sysmon */
-	gmp__pd *slot[VW_SLOTS]; /* lock */
-} vw = { .lock = GMP__MUTEX_INIT };
-
-int64_t gmp__pd_watch_next(void)
-{
-	return (int64_t)gmp__load64_acq((volatile uint64_t *)&vw.next);
-}
-
-/* Under vw.lock. */
-static void vw_insert(gmp__pd *pd, int64_t due)
-{
-	if (vw.n == 0 && vw.tick < due - VW_SLOTS)
-		vw.tick = due - 1; /* an empty wheel: catch up at once */
-	pd->vdue = due;
-	gmp__pd **slot = &vw.slot[due & (VW_SLOTS - 1)];
-	pd->vnext = *slot;
-	*slot = pd;
-	vw.n++;
-}
-
-/* Under vw.lock: the time of the first tick from vw.tick on with a
- * descriptor, 0 if the wheel is empty. */
-static int64_t vw_first(void)
-{
-	if (vw.n == 0)
-		return 0;
-	for (int64_t t = vw.tick; t < vw.tick + VW_SLOTS; t++)
-		if (vw.slot[t & (VW_SLOTS - 1)])
-			return t << VW_TICK_SHIFT;
-	return vw.tick << VW_TICK_SHIFT;
-}
-
-/* Whether any task waits on pd, in a slot (parked or about to) or on the
- * list. */
-static bool pd_waited_on(gmp__pd *pd)
-{
-	return gmp__loadp_acq(&pd->rg) != PD_NIL ||
-	       gmp__loadp_acq(&pd->wg) != PD_NIL ||
-	       gmp__loadp_acq(&pd->list) != NULL;
-}
-
-static void watch_slow(gmp__pd *pd)
-{
-	int64_t now = gmp__nanotime();
-	int64_t due =
-		(now >> VW_TICK_SHIFT) + (1 << gmp__load32_rlx(&pd->vshift));
-	bool sooner = false;
-	gmp__lock(&vw.lock);
-	if (!gmp__load32_rlx(&pd->vqueued)) {
-		gmp__store32_rlx(&pd->vqueued, 1);
-		/* As if looked at now: a waiting call, which the next look
-		 * checks if it is still waiting then. */
-		pd->vlast_call = gmp__load32_rlx(&pd->vcall);
-		pd->vlast_wait = 1;
-		vw_insert(pd, due);
-		int64_t next = gmp__pd_watch_next();
-		if (next == 0 || (due << VW_TICK_SHIFT) < next) {
-			gmp__store64_rel((volatile uint64_t *)&vw.next,
-					 (uint64_t)(due << VW_TICK_SHIFT));
-			sooner = true;
-		}
-	}
-	gmp__unlock(&vw.lock);
-	if (sooner) {
-		/* sysmon may be in its deep sleep, timed by the old `next`
-		 * (it reads `next` under sched.lock before it sleeps). */
-		gmp__lock(&gmp__sched.lock);
-		gmp__sysmon_wake_locked();
-		gmp__unlock(&gmp__sched.lock);
-	}
-}
-
-/* A task is about to park on trust: make sure sysmon will look at the
- * descriptor. The caller has registered as a waiter and then made
- * edges_moved's RMW on `edges`; sysmon, before it takes a descriptor off
- * the wheel, clears vqueued and makes its own RMW on `edges` before it
- * looks for waiters (vw_drop). The two RMWs on one word are ordered:
- * either sysmon sees our registration, or we see vqueued cleared and put
- * the descriptor back. One load on the common path. */
-static void watch(gmp__pd *pd)
-{
-	if (GMP__UNLIKELY(!gmp__load32_acq(&pd->vqueued)))
-		watch_slow(pd);
-}
-
-/* The deferred check: the same EPOLL_CTL_ADD as arm's. Pushes the tasks it
- * wakes to q. */
-static void probe(gmp__pd *pd, uint32_t gen, gmp__gqueue *q)
-{
-	gmp__lock(&pd->lock);
-	if ((gmp__load32_rlx(&pd->ref) & PD_CLOSING) ||
-	    gmp__load32_rlx(&pd->epgen) != gen) {
-		gmp__unlock(&pd->lock); /* gmp_close's, or not ours to check */
-		return;
-	}
-	uint32_t seq = gmp__load32_rlx(&pd->seq) & PD_SEQ_MASK;
-	uint32_t nseq = (seq + 1) & PD_SEQ_MASK;
-	int err = gmp__netpoll_open(pd->fd, cookie(pd, nseq));
-	if (err == -EEXIST) {
-		/* Still the file we registered: look less often. */
-		uint32_t sh = gmp__load32_rlx(&pd->vshift);
-		if (sh < VW_MAX_SHIFT)
-			gmp__store32_rlx(&pd->vshift, sh + 1);
-		gmp__unlock(&pd->lock);
-		return;
-	}
-	if (err == 0) {
-		/* A new file, now registered (as in arm). The tasks parked
-		 * here may have parked on the old file or on the new one:
-		 * they are woken to retry, on the new file (broken). */
-		gmp__store32_rlx(&pd->vretry, seq);
-		gmp__store32_rel(&pd->seq, nseq);
-		gmp__netpoll_modify(pd->fd, cookie(pd, nseq));
-	} else {
-		/* No file (a plain close(), not reused yet) or one epoll
-		 * cannot watch: not registered any more. The woken tasks
-		 * retry their calls, which report what the number is now
-		 * (a park arms first). */
-		gmp__store32_rlx(&pd->epgen, 0);
-	}
-	forget_file(pd, GMP__PD_KIND_UNKNOWN);
-	edges_bump(pd);
-	gmp_g *rg = slot_wake(&pd->rg);
-	gmp_g *wg = slot_wake(&pd->wg);
-	gmp__waiter *chain = list_take_all(pd, 0); /* 0: look again */
-	gmp__unlock(&pd->lock);
-	if (rg)
-		gmp__gq_push(q, rg);
-	if (wg)
-		gmp__gq_push(q, wg);
-	list_wake(chain);
-}
-
-/* sysmon's look at one descriptor taken off the wheel: a call still
- * waiting that was already waiting at the previous look has waited at
- * least one interval, so its registration is checked. Returns whether the
- * descriptor stays on the wheel (someone waits, or a new call has waited
- * since the last look). */
-static bool look(gmp__pd *pd, uint32_t gen, gmp__gqueue *q)
-{
-	bool waiting = pd_waited_on(pd);
-	uint32_t call = gmp__load32_rlx(&pd->vcall);
-	bool again = waiting && pd->vlast_wait && call == pd->vlast_call;
-	if (again && gen) {
-		probe(pd, gen, q);
-		waiting = pd_waited_on(pd);
-	}
-	bool keep = waiting || call != pd->vlast_call;
-	pd->vlast_wait = waiting;
-	pd->vlast_call = call;
-	return keep;
-}
-
-/* Under vw.lock: pd leaves the wheel unless a task has just parked on it
- * (see watch for the RMW pair). */
-static bool vw_drop(gmp__pd *pd)
-{
-	gmp__store32_rlx(&pd->vqueued, 0);
-	gmp__add32_full(&pd->edges, 0);
-	if (!pd_waited_on(pd))
-		return true;
-	gmp__store32_rlx(&pd->vqueued, 1);
-	return false;
-}
-
-int64_t gmp__pd_watch_run(int64_t now)
-{
-	int64_t next = gmp__pd_watch_next();
-	if (next == 0 || next > now)
-		return next;
-	int64_t tick = now >> VW_TICK_SHIFT;
-	uint32_t gen = gmp__netpoll_generation();
-	gmp__pd *batch[VW_BATCH];
-	int nb = 0;
-	bool more = false;
-	gmp__lock(&vw.lock);
-	if (tick - vw.tick >= VW_SLOTS)
-		vw.tick = tick - VW_SLOTS + 1; /* every slot once */
-	for (; vw.tick <= tick; vw.tick++) {
-		gmp__pd **pp = &vw.slot[vw.tick & (VW_SLOTS - 1)];
-		while (*pp && nb < VW_BATCH) {
-			gmp__pd *pd = *pp;
-			if (pd->vdue <= tick) {
-				*pp = pd->vnext; /* still vqueued: ours now */
-				vw.n--;
-				batch[nb++] = pd;
-			} else {
-				pp = &pd->vnext;
-			}
-		}
-		if (*pp) {
-			more = true; /* the batch is full: the rest soon */
-			break;
-		}
-	}
-	gmp__unlock(&vw.lock);
-
-	gmp__gqueue q = { 0 };
-	bool keep[VW_BATCH];
-	for (int i = 0; i < nb; i++)
-		keep[i] = look(batch[i], gen, &q);
-
-	gmp__lock(&vw.lock);
-	for (int i = 0; i < nb; i++) {
-		gmp__pd *pd = batch[i];
-		if (keep[i] || !vw_drop(pd))
-			vw_insert(pd,
-				  tick + (1 << gmp__load32_rlx(&pd->vshift)));
-	}
-	next = more ? now : vw_first();
-	gmp__store64_rel((volatile uint64_t *)&vw.next, (uint64_t)next);
-	gmp__unlock(&vw.lock);
-	if (q.n)
-		gmp__injectglist(&q);
-	return next;
 }
 
 /* ---- accepted sockets ---------------------------------------------------------- */
@@ -1696,8 +1109,5 @@ void gmp__pd_forked(void)
 			gmp__store64_rlx(&pd->dlt_when, 0);
 		}
 	}
-	/* The wheel's lock may have been held by a thread of the parent's;
-	 * the descriptors on it were just taken off. */
-	memset(&vw, 0, sizeof vw);
-	vw.lock = (gmp__mutex)GMP__MUTEX_INIT;
+	gmp__pd_watch_forked();
 }
