@@ -473,6 +473,59 @@ static ssize_t sys_write(struct io *io, const void *buf, size_t n)
 	return r;
 }
 
+/* One attempt of a write-all loop at what is left after `done` bytes:
+ * what the system call answered, or -errno. `arg` is the call's own
+ * description of what to write. */
+typedef ssize_t (*write_attempt)(struct io *io, const void *arg, size_t done);
+
+/* The loop of gmp_write, gmp_writev, gmp_sendto and gmp_sendmsg, after
+ * io_begin: attempts until all `total` bytes are written, going on after
+ * a short write with the rest, and after EAGAIN waiting (a task parks, a
+ * thread blocks in poll(2)) unless the caller's flags say MSG_DONTWAIT. A
+ * 0 from the call (nothing to write, or a device that takes no more)
+ * ends it too. Returns through io_end: the total; if an error stops it
+ * after some bytes, that count; else -errno. SIGPIPE is each attempt's
+ * business (MSG_NOSIGNAL, or writev_nosigpipe). Inline in each caller,
+ * where `attempt` is a constant and inlines too (each is always_inline:
+ * the loop of each call compiles as it did when it was written out). */
+static inline __attribute__((always_inline)) ssize_t
+write_all(struct io *io, size_t total, int flags, write_attempt attempt,
+	  const void *arg)
+{
+	size_t done = 0;
+	for (;;) {
+		ssize_t r = attempt(io, arg, done);
+		if (r > 0) {
+			done += (size_t)r;
+			if (done == total)
+				break;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN && !(flags & MSG_DONTWAIT) &&
+		    (r = io_wait(io, GMP__PD_WRITE)) == 0)
+			continue;
+		return io_end(io, done ? (ssize_t)done : r);
+	}
+	return io_end(io, (ssize_t)done);
+}
+
+/* What gmp_write writes, and its attempt at the rest after `done`. */
+struct write_buf {
+	const void *buf;
+	size_t n;
+};
+
+static inline __attribute__((always_inline)) ssize_t
+write_attempt_buf(struct io *io, const void *arg, size_t done)
+{
+	const struct write_buf *b = arg;
+	return sys_write(io, (const char *)b->buf + done, b->n - done);
+}
+
 /* write(2) of all n bytes: loops over partial writes, parking (a task) or
  * blocking in poll(2) (anyone else) whenever the descriptor is full.
  * Returns n; if an error stops it after some bytes, that count; else
@@ -494,25 +547,8 @@ GMP_EXTERN ssize_t gmp_write(int fd, const void *buf, size_t n)
 		if (r != NOT_FILE)
 			return io_end(&io, r);
 	}
-	size_t done = 0;
-	for (;;) {
-		ssize_t r = sys_write(&io, (const char *)buf + done, n - done);
-		if (r > 0) {
-			done += (size_t)r;
-			if (done == n)
-				break;
-			continue;
-		}
-		if (r == 0)
-			break; /* nothing to write, or a device that takes no
-				  more: report what was written */
-		if (r == -EINTR)
-			continue;
-		if (r == -EAGAIN && (r = io_wait(&io, GMP__PD_WRITE)) == 0)
-			continue;
-		return io_end(&io, done ? (ssize_t)done : r);
-	}
-	return io_end(&io, (ssize_t)done);
+	struct write_buf b = { buf, n };
+	return write_all(&io, n, 0, write_attempt_buf, &b);
 }
 
 /* ---- gmp_pread, gmp_pwrite ------------------------------------------------------ */
@@ -996,6 +1032,27 @@ static ssize_t sys_writev(struct io *io, const struct iovec *iov, int n)
 	return r;
 }
 
+/* What gmp_writev writes, and its attempt at the rest after `done`: the
+ * caller's vectors at first, then a window of copies (iov_window). */
+struct write_vec {
+	const struct iovec *iov;
+	int n;
+};
+
+static inline __attribute__((always_inline)) ssize_t
+write_attempt_vec(struct io *io, const void *arg, size_t done)
+{
+	const struct write_vec *v = arg;
+	struct iovec win[IO_WINDOW];
+	const struct iovec *cur = v->iov;
+	int cnt = v->n;
+	if (done != 0) {
+		cnt = iov_window(v->iov, v->n, done, win);
+		cur = win;
+	}
+	return sys_writev(io, cur, cnt);
+}
+
 /* writev(2) of every byte, as gmp_write: a short write (only a stream
  * makes one; a datagram goes whole or not at all) goes on with the rest,
  * parking as often as needed. The caller's vectors are never modified.
@@ -1013,30 +1070,8 @@ GMP_EXTERN ssize_t gmp_writev(int fd, const struct iovec *iov, int n)
 	int err = io_begin(&io, fd);
 	if (err)
 		return io_end(&io, err);
-	struct iovec win[IO_WINDOW];
-	const struct iovec *cur = iov;
-	int cnt = n;
-	size_t done = 0;
-	for (;;) {
-		ssize_t r = sys_writev(&io, cur, cnt);
-		if (r > 0) {
-			done += (size_t)r;
-			if (done == (size_t)total)
-				break;
-			cnt = iov_window(iov, n, done, win);
-			cur = win;
-			continue;
-		}
-		if (r == 0)
-			break; /* nothing to write, or a device that takes no
-				  more: report what was written */
-		if (r == -EINTR)
-			continue;
-		if (r == -EAGAIN && (r = io_wait(&io, GMP__PD_WRITE)) == 0)
-			continue;
-		return io_end(&io, done ? (ssize_t)done : r);
-	}
-	return io_end(&io, (ssize_t)done);
+	struct write_vec v = { iov, n };
+	return write_all(&io, (size_t)total, 0, write_attempt_vec, &v);
 }
 
 /* ---- datagrams and messages: gmp_recvfrom, gmp_sendto, gmp_recvmsg, gmp_sendmsg --- */
@@ -1082,6 +1117,36 @@ GMP_EXTERN ssize_t gmp_recvfrom(int fd, void *buf, size_t n, int flags,
 	}
 }
 
+/* What gmp_sendto sends, and its attempt at the rest after `done`: the
+ * call that cannot block, then the plain one if need be (see the top). */
+struct send_to {
+	const void *buf;
+	size_t n;
+	int flags;
+	const struct sockaddr *addr;
+	socklen_t len;
+};
+
+static inline __attribute__((always_inline)) ssize_t
+send_attempt_to(struct io *io, const void *arg, size_t done)
+{
+	const struct send_to *s = arg;
+	if (io->task)
+		gmp__pd_snapshot(io->pd, &io->op);
+	ssize_t r = nb_sendto(io->fd, (const char *)s->buf + done, s->n - done,
+			      s->flags | MSG_NOSIGNAL, s->addr, s->len);
+	if (!nb_final(io, r, s->flags)) {
+		sys_enter(io);
+		r = sendto(io->fd, (const char *)s->buf + done, s->n - done,
+			   s->flags | MSG_NOSIGNAL, s->addr, s->len);
+		if (r < 0)
+			r = -gmp__errno_get();
+		sys_exit(io);
+		learn_nonblock(io, r, s->flags);
+	}
+	return r;
+}
+
 /* sendto(2), always with MSG_NOSIGNAL. A datagram goes whole (one that
  * is too large is -EMSGSIZE); on a stream every byte is sent, as by
  * gmp_write (a count if an error stops it after some). MSG_DONTWAIT: never
@@ -1095,37 +1160,8 @@ GMP_EXTERN ssize_t gmp_sendto(int fd, const void *buf, size_t n, int flags,
 	int err = io_begin(&io, fd);
 	if (err)
 		return io_end(&io, err);
-	size_t done = 0;
-	for (;;) {
-		if (io.task)
-			gmp__pd_snapshot(io.pd, &io.op);
-		ssize_t r = nb_sendto(fd, (const char *)buf + done, n - done,
-				      flags | MSG_NOSIGNAL, addr, len);
-		if (!nb_final(&io, r, flags)) {
-			sys_enter(&io);
-			r = sendto(fd, (const char *)buf + done, n - done,
-				   flags | MSG_NOSIGNAL, addr, len);
-			if (r < 0)
-				r = -gmp__errno_get();
-			sys_exit(&io);
-			learn_nonblock(&io, r, flags);
-		}
-		if (r > 0) {
-			done += (size_t)r;
-			if (done == n)
-				break;
-			continue;
-		}
-		if (r == 0)
-			break;
-		if (r == -EINTR)
-			continue;
-		if (r == -EAGAIN && !(flags & MSG_DONTWAIT) &&
-		    (r = io_wait(&io, GMP__PD_WRITE)) == 0)
-			continue;
-		return io_end(&io, done ? (ssize_t)done : r);
-	}
-	return io_end(&io, (ssize_t)done);
+	struct send_to s = { buf, n, flags, addr, len };
+	return write_all(&io, n, flags, send_attempt_to, &s);
 }
 
 /* recvmsg(2). msg_namelen and msg_controllen are in-out: each attempt
@@ -1170,6 +1206,45 @@ GMP_EXTERN ssize_t gmp_recvmsg(int fd, struct msghdr *msg, int flags)
 	}
 }
 
+/* What gmp_sendmsg sends, and its attempt at the rest after `done`: the
+ * caller's header at first; after a short send, a copy of it without the
+ * control data, with a window of copies of the vectors left. */
+struct send_msg {
+	const struct msghdr *msg;
+	int n;
+	int flags;
+};
+
+static inline __attribute__((always_inline)) ssize_t
+send_attempt_msg(struct io *io, const void *arg, size_t done)
+{
+	const struct send_msg *s = arg;
+	struct iovec win[IO_WINDOW];
+	struct msghdr rest;
+	const struct msghdr *cur = s->msg;
+	if (done != 0) {
+		rest = *s->msg;
+		rest.msg_control = NULL;
+		rest.msg_controllen = 0;
+		rest.msg_iov = win;
+		rest.msg_iovlen =
+			(size_t)iov_window(s->msg->msg_iov, s->n, done, win);
+		cur = &rest;
+	}
+	if (io->task)
+		gmp__pd_snapshot(io->pd, &io->op);
+	ssize_t r = nb_sendmsg(io->fd, cur, s->flags | MSG_NOSIGNAL);
+	if (!nb_final(io, r, s->flags)) {
+		sys_enter(io);
+		r = sendmsg(io->fd, cur, s->flags | MSG_NOSIGNAL);
+		if (r < 0)
+			r = -gmp__errno_get();
+		sys_exit(io);
+		learn_nonblock(io, r, s->flags);
+	}
+	return r;
+}
+
 /* sendmsg(2), always with MSG_NOSIGNAL. A datagram goes whole; on a
  * stream every byte is sent: after a short send the rest goes on from a
  * copy of the header, without the control data (the kernel has sent it
@@ -1191,45 +1266,8 @@ GMP_EXTERN ssize_t gmp_sendmsg(int fd, const struct msghdr *msg, int flags)
 	int err = io_begin(&io, fd);
 	if (err)
 		return io_end(&io, err);
-	struct iovec win[IO_WINDOW];
-	struct msghdr rest;
-	const struct msghdr *cur = msg;
-	size_t done = 0;
-	for (;;) {
-		if (io.task)
-			gmp__pd_snapshot(io.pd, &io.op);
-		ssize_t r = nb_sendmsg(fd, cur, flags | MSG_NOSIGNAL);
-		if (!nb_final(&io, r, flags)) {
-			sys_enter(&io);
-			r = sendmsg(fd, cur, flags | MSG_NOSIGNAL);
-			if (r < 0)
-				r = -gmp__errno_get();
-			sys_exit(&io);
-			learn_nonblock(&io, r, flags);
-		}
-		if (r > 0) {
-			done += (size_t)r;
-			if (done == (size_t)total)
-				break;
-			rest = *msg;
-			rest.msg_control = NULL;
-			rest.msg_controllen = 0;
-			rest.msg_iov = win;
-			rest.msg_iovlen =
-				(size_t)iov_window(msg->msg_iov, n, done, win);
-			cur = &rest;
-			continue;
-		}
-		if (r == 0)
-			break;
-		if (r == -EINTR)
-			continue;
-		if (r == -EAGAIN && !(flags & MSG_DONTWAIT) &&
-		    (r = io_wait(&io, GMP__PD_WRITE)) == 0)
-			continue;
-		return io_end(&io, done ? (ssize_t)done : r);
-	}
-	return io_end(&io, (ssize_t)done);
+	struct send_msg s = { msg, n, flags };
+	return write_all(&io, (size_t)total, flags, send_attempt_msg, &s);
 }
 
 /* ---- gmp_set_deadline ---------------------------------------------------------- */
