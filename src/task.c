@@ -178,19 +178,29 @@ static __attribute__((noinline, cold)) void switch_slow(gmp_g *g,
 	gmp__mcall(g->m, g, fn);
 }
 
-GMP_EXTERN void gmp_yield(void)
+/* What gmp_yield and a preemption share: the running task (a no-op
+ * outside one) switches to g0, which runs fn (gosched_m or gopreempt_m:
+ * they differ only in where they queue the task). Nothing follows the
+ * switch: the task leaves the runtime when resumed (preempt.h), and the
+ * switch stays a tail call (gmp__mcall). Inline in both, which keeps
+ * gmp_yield's fast path as it was. */
+static inline __attribute__((always_inline)) void
+switch_last(void (*fn)(gmp_g *))
 {
 	gmp__m *m;
 	gmp_g *g = gmp__getg(&m);
 	if (!g)
 		return;
-	/* Nothing follows the switch: leave when resumed (preempt.h), and
-	 * keep the tail call (gmp__mcall). */
 	if (!gmp__enter_last(g)) {
-		switch_slow(g, gosched_m);
+		switch_slow(g, fn);
 		return;
 	}
-	gmp__mcall(m, g, gosched_m);
+	gmp__mcall(m, g, fn);
+}
+
+GMP_EXTERN void gmp_yield(void)
+{
+	switch_last(gosched_m);
 }
 
 /* The slice is over (sysmon said so): like a yield, but to the tail of the
@@ -214,15 +224,7 @@ static void gopreempt_m(gmp_g *g)
  * flagged the slice. */
 void gmp__preempt_slow(void)
 {
-	gmp__m *m;
-	gmp_g *g = gmp__getg(&m);
-	if (!g)
-		return;
-	if (!gmp__enter_last(g)) {
-		switch_slow(g, gopreempt_m);
-		return;
-	}
-	gmp__mcall(m, g, gopreempt_m);
+	switch_last(gopreempt_m);
 }
 
 /* ---- parking and readying ------------------------------------------------- */
