@@ -66,6 +66,7 @@ void gmp__free(void *p)
 	}
 }
 
+#if GMP__TEST_HOOKS
 int64_t gmp__alloc_live(void)
 {
 	uint64_t sum = 0;
@@ -73,3 +74,4 @@ int64_t gmp__alloc_live(void)
 		sum += gmp__load64_rlx(&live[i].n);
 	return (int64_t)sum;
 }
+#endif

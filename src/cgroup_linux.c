@@ -287,6 +287,7 @@ static int limit_along(const struct cgmount *m, const char *cgroupfile)
 	return best;
 }
 
+#if GMP__TEST_HOOKS
 int gmp__cgroup_cpu_limit_from(const char *cgroupfile, const char *mountinfo)
 {
 	int saved = errno;
@@ -295,6 +296,7 @@ int gmp__cgroup_cpu_limit_from(const char *cgroupfile, const char *mountinfo)
 	errno = saved;
 	return l;
 }
+#endif
 
 /* The mount is found once per process: mounts do not move under a running
  * program in practice, and mountinfo can be long. Our cgroup is read

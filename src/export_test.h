@@ -3,11 +3,15 @@
  * Tests include this header, never the runtime's own headers one by one:
  * it brings the types and the internal calls they drive directly (run
  * queues on bare Ps, semaphores, fault injection, the all-G list, stack
- * and maxprocs internals), and declares the hooks that exist only for
- * tests: functions that no file of src/ calls outside the one that
- * defines them. That file includes this header for their prototypes;
- * nothing else in src/ does. Every symbol here is hidden in libgmp.so;
- * the tests link the static library.
+ * and maxprocs internals), and, in its second half, declares the hooks
+ * that exist only for tests: functions and switches that no file of src/
+ * uses outside the one that defines them. Those are compiled only into
+ * the tests' copy of the library (gmp_test_static, built with
+ * GMP_TEST_HOOKS: see GMP__TEST_HOOKS in internal.h), which the tests
+ * link; the installed libgmp.a and libgmp.so have none of them, and the
+ * gmp_symbols test checks that for every name declared after the "test
+ * hooks" line below. The file that defines a hook includes this header
+ * for its prototype; nothing else in src/ does.
  */
 #ifndef GMP_EXPORT_TEST_H
 #define GMP_EXPORT_TEST_H
@@ -24,13 +28,26 @@
 #include "sync.h"
 #include "timer.h"
 
-/* alloc.c: allocations outstanding (gmp__malloc and gmp__calloc, minus
- * gmp__free), so that a test can check that shutdown freed everything. */
-int64_t gmp__alloc_live(void);
-
 /* fault.c: arms kind: after `skip` more operations succeed, the next
  * `count` fail (count < 0: all of them). Disarm with count 0. */
 void gmp__fault_arm(enum gmp__fault kind, int64_t skip, int64_t count);
+
+/* runq.c: the global queue's primitive, under sched.lock: queue n Gs at
+ * the tail. */
+void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n);
+
+/* sema.c: takes one from *addr if it is positive (never blocks). */
+bool gmp__cansemacquire(volatile uint32_t *addr);
+
+/* stack.c: gives back an unused stack's pages below its top `keep`
+ * bytes. */
+void gmp__stack_trim(gmp__stack *s, size_t keep);
+
+/* ---- test hooks: only in the tests' copy of the library ---------------- */
+
+/* alloc.c: allocations outstanding (gmp__malloc and gmp__calloc, minus
+ * gmp__free), so that a test can check that shutdown freed everything. */
+int64_t gmp__alloc_live(void);
 
 /* g.c: the global free lists' lengths and the sweep's progress. */
 typedef struct gmp__gfree_stats {
@@ -40,20 +57,16 @@ typedef struct gmp__gfree_stats {
 } gmp__gfree_stats;
 void gmp__gfree_stats_get(gmp__gfree_stats *s);
 
-/* runq.c: the global queue's primitives, under sched.lock: queue n Gs at
- * the tail, and take the one at the head (NULL if empty). */
-void gmp__globrunq_putarray(gmp_g *const *gs, uint32_t n);
+/* runq.c: takes the G at the global queue's head (NULL if empty), under
+ * sched.lock. */
 gmp_g *gmp__globrunq_pop(void);
 
-/* sema.c: takes one from *addr if it is positive (never blocks); and how
- * many sleepers wait on addr now (takes the table's lock). */
-bool gmp__cansemacquire(volatile uint32_t *addr);
+/* sema.c: how many sleepers wait on addr now (takes the table's lock). */
 uint32_t gmp__sema_nwaiters(volatile uint32_t *addr);
 
-/* stack.c: gives back an unused stack's pages below its top `keep`
- * bytes; the trims so far, as tasks ended and by sweeps; how many stacks
- * have guards, and whether the guards are MADV_GUARD_INSTALL ones. */
-void gmp__stack_trim(gmp__stack *s, size_t keep);
+/* stack.c: the trims so far, as tasks ended and by sweeps; how many
+ * stacks have guards, and whether the guards are MADV_GUARD_INSTALL
+ * ones. */
 void gmp__stack_trims(uint64_t *at_exit, uint64_t *swept);
 void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install);
 
@@ -112,8 +125,9 @@ ssize_t gmp__uring_test_read(int fd, void *buf, size_t n);
  * completion queue (twice as long) with completions nobody has reaped. */
 void gmp__uring_set_entries(unsigned n);
 
-/* pollfd.c: how many times a wait with a deadline armed its descriptor's
- * timer, ever (the rest found it armed for no later already). */
+/* pollfd_deadline.c: how many times a wait with a deadline armed its
+ * descriptor's timer, ever (the rest found it armed for no later
+ * already). */
 uint64_t gmp__pd_deadline_arms(void);
 
 #endif

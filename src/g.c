@@ -371,6 +371,7 @@ int64_t gmp__gfree_sweep(int64_t now)
 	return 0;
 }
 
+#if GMP__TEST_HOOKS
 /* For tests: the lists' lengths and the sweep's progress. */
 void gmp__gfree_stats_get(gmp__gfree_stats *s)
 {
@@ -382,3 +383,4 @@ void gmp__gfree_stats_get(gmp__gfree_stats *s)
 	s->aged = gmp__load64_rlx(&gmp__sched.gfree.naged);
 	s->aging = gmp__load32_rlx(&gmp__sched.gfree.aging);
 }
+#endif

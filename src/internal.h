@@ -51,6 +51,20 @@ typedef struct gmp__p gmp__p;
 #define GMP__DEBUG 1
 #endif
 
+/* Test hooks: code that exists only for tests (export_test.h) is compiled
+ * only into the tests' copy of the library, which the build makes from
+ * the same sources with GMP_TEST_HOOKS defined (docs/hacking.md, "Test
+ * hooks"). A hook's definition sits in `#if GMP__TEST_HOOKS`; library
+ * code that reads a test switch reads `GMP__TEST_HOOKS && switch`, a
+ * constant false in the installed libraries. It must never change a type
+ * or a header's inline code: the tests' copy mixes objects built with
+ * and without it. */
+#ifdef GMP_TEST_HOOKS
+#define GMP__TEST_HOOKS 1
+#else
+#define GMP__TEST_HOOKS 0
+#endif
+
 _Noreturn void gmp__throw(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), cold));
 

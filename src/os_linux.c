@@ -254,7 +254,7 @@ ssize_t gmp__madvise_self(const struct iovec *iov, size_t n,
 		int fd = PIDFD_SELF;
 		if (mode == PIDFD_USE_OPENED)
 			fd = opened_pidfd();
-		else if (mode == PIDFD_USE_FORCED)
+		else if (GMP__TEST_HOOKS && mode == PIDFD_USE_FORCED)
 			fd = (int)gmp__load32_rlx(&pidfd_forced);
 		r = syscall(SYS_process_madvise, fd, iov, n, adv, 0);
 		if (r >= 0)
@@ -269,12 +269,14 @@ ssize_t gmp__madvise_self(const struct iovec *iov, size_t n,
 	return r;
 }
 
+#if GMP__TEST_HOOKS
 void gmp__madvise_self_pidfd_set(int fd)
 {
 	gmp__store32_rlx(&pidfd_forced, (uint32_t)fd);
 	gmp__store32_rel(&pidfd_mode,
 			 fd == INT_MIN ? PIDFD_USE_SELF : PIDFD_USE_FORCED);
 }
+#endif
 
 /* ---- asymmetric barriers (os.h) ------------------------------------------ */
 

@@ -29,12 +29,14 @@ static void dl_fire(gmp__timer *t)
 	}
 }
 
+#if GMP__TEST_HOOKS
 static volatile uint64_t dl_arms; /* atomic: timers started (tests) */
 
 uint64_t gmp__pd_deadline_arms(void)
 {
 	return gmp__load64_rlx(&dl_arms);
 }
+#endif
 
 /* dl_arm's slow half (pollfd_impl.h): the timer is not armed for dl yet,
  * unless another waiter does it first, under the lock. */
@@ -42,7 +44,9 @@ void gmp__pd_dl_arm(gmp__pd *pd, int64_t dl)
 {
 	gmp__lock(&pd->lock);
 	if (!dl_armed_by(pd, dl)) {
+#if GMP__TEST_HOOKS
 		gmp__add64_rlx(&dl_arms, 1);
+#endif
 		/* Pending for later than dl, or firing (stop waits that
 		 * out), or idle. */
 		gmp__timer_stop(&pd->dlt);

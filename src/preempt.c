@@ -35,10 +35,12 @@ static struct {
  * gmp_init creates afterwards (pthread_create orders the write before). */
 static int64_t slice_forced;
 
+#if GMP__TEST_HOOKS
 void gmp__preempt_set_slice(int64_t ns)
 {
 	slice_forced = ns;
 }
+#endif
 
 void gmp__preempt_init(void)
 {
@@ -48,15 +50,15 @@ void gmp__preempt_init(void)
 		pre.off = "GMP_PREEMPT=off";
 		return;
 	}
-	int mb = pre.forced == BARRIER_SHOOTDOWN || pre.forced == BARRIER_NONE
+	int forced = GMP__TEST_HOOKS ? pre.forced : -1;
+	int mb = forced == BARRIER_SHOOTDOWN || forced == BARRIER_NONE
 			 ? -ENOSYS
 			 : gmp__membarrier_init();
 	if (mb == 0) {
 		pre.barrier = BARRIER_MEMBARRIER;
 		return;
 	}
-	int sd = pre.forced == BARRIER_NONE ? -ENOTSUP
-					    : gmp__flushwrites_init();
+	int sd = forced == BARRIER_NONE ? -ENOTSUP : gmp__flushwrites_init();
 	if (sd == 0) {
 		pre.barrier = BARRIER_SHOOTDOWN;
 		return;
@@ -79,6 +81,7 @@ bool gmp__preempt_enabled(void)
 	return pre.barrier != BARRIER_NONE;
 }
 
+#if GMP__TEST_HOOKS
 const char *gmp__preempt_off_reason(void)
 {
 	return pre.off;
@@ -88,6 +91,7 @@ void gmp__preempt_force_barrier(int kind)
 {
 	pre.forced = kind;
 }
+#endif
 
 static void barrier(void)
 {
@@ -110,7 +114,7 @@ static uint32_t sysmon_rand(void)
 
 int64_t gmp__preempt_slice(void)
 {
-	if (GMP__UNLIKELY(slice_forced))
+	if (GMP__TEST_HOOKS && GMP__UNLIKELY(slice_forced))
 		return slice_forced;
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		return 20 * 1000 + (int64_t)(sysmon_rand() % 500) * 1000;
@@ -325,9 +329,11 @@ GMP_EXTERN void gmp_preempt_point_slow_(void)
 
 /* ---- tests --------------------------------------------------------------------- */
 
+#if GMP__TEST_HOOKS
 bool gmp__detached(void)
 {
 	gmp__m *m = gmp__getm();
 	gmp_g *g = m ? gmp__loadp_rlx(&m->curg) : NULL;
 	return g && gmp__load8_acq(&g->detach) == GMP__DETACH_DETACHED;
 }
+#endif

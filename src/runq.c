@@ -261,6 +261,7 @@ static gmp_g *grq_take(gmp__grq *q)
 	return g;
 }
 
+#if GMP__TEST_HOOKS
 /* The G at the head of the global queue, or NULL. */
 gmp_g *gmp__globrunq_pop(void)
 {
@@ -272,6 +273,7 @@ gmp_g *gmp__globrunq_pop(void)
 	runqsize_publish();
 	return g;
 }
+#endif
 
 /* Makes sure the queue can hold ngs Gs (see gmp__grq). Callers are
  * serialised by allg_lock; chunks are only freed at shutdown. Returns 0

@@ -61,9 +61,15 @@ static __thread uint64_t thread_rec;
 static __thread uint32_t thread_stripe;
 static volatile uint32_t thread_stripe_next; /* atomic, relaxed: a counter */
 
-/* Test hooks (export_test.h), plain: set only while no writer runs. */
+/* Test switches (export_test.h), plain: set only while no writer runs.
+ * The lock paths read them through these, constant false outside the
+ * tests' copy of the library. */
+#if GMP__TEST_HOOKS
 bool gmp__rwmutex_prescan_off;
 bool gmp__rwmutex_keep_slots;
+#endif
+#define PRESCAN_OFF (GMP__TEST_HOOKS && gmp__rwmutex_prescan_off)
+#define KEEP_SLOTS (GMP__TEST_HOOKS && gmp__rwmutex_keep_slots)
 
 static inline uintptr_t slot_rw(uint64_t v)
 {
@@ -486,7 +492,7 @@ GMP_EXTERN void gmp_rwmutex_lock(gmp_rwmutex *rw)
 	 * misused runlock, which a racing one could at worst not be
 	 * caught. */
 	gmp__store32_rlx(&w->reader_wait,
-			 held_word(r, taken > 0 || gmp__rwmutex_keep_slots));
+			 held_word(r, taken > 0 || KEEP_SLOTS));
 }
 
 GMP_EXTERN bool gmp_rwmutex_trylock(gmp_rwmutex *rw)
@@ -497,7 +503,7 @@ GMP_EXTERN bool gmp_rwmutex_trylock(gmp_rwmutex *rw)
 	uint32_t c = gmp__load32_rlx(&w->reader_count);
 	for (;;) {
 		int32_t n = 0;
-		if ((c & SLOTS) && !gmp__rwmutex_prescan_off)
+		if ((c & SLOTS) && !PRESCAN_OFF)
 			collect((uintptr_t)rw, gmp__load64_acq(&stripes_used),
 				&n);
 		if ((int32_t)c < 0 || (c & NMASK) != 0 || n != 0) {
@@ -516,7 +522,7 @@ GMP_EXTERN bool gmp_rwmutex_trylock(gmp_rwmutex *rw)
 				    : 0;
 	if (GMP__LIKELY(taken == 0)) {
 		if (!gmp__cas32_full(&w->reader_wait, 0,
-				     held_word(c, gmp__rwmutex_keep_slots)))
+				     held_word(c, KEEP_SLOTS)))
 			throw_runlock(rw, "unlocked");
 		return true;
 	}
@@ -557,6 +563,7 @@ GMP_EXTERN void gmp_rwmutex_unlock(gmp_rwmutex *rw)
 		   info & 1);
 }
 
+#if GMP__TEST_HOOKS
 int32_t gmp__rwmutex_slot_readers(gmp_rwmutex *rw)
 {
 	int32_t n;
@@ -575,3 +582,4 @@ void gmp__rwmutex_slots_on(gmp_rwmutex *rw)
 		c = seen;
 	}
 }
+#endif

@@ -368,6 +368,7 @@ static void release_one(semroot *root, volatile uint32_t *addr, bool handoff,
 		gmp_yield();
 }
 
+#if GMP__TEST_HOOKS
 uint32_t gmp__sema_nwaiters(volatile uint32_t *addr)
 {
 	semroot *root = root_for(addr);
@@ -378,6 +379,7 @@ uint32_t gmp__sema_nwaiters(volatile uint32_t *addr)
 	gmp__unlock(&root->lock);
 	return n;
 }
+#endif
 
 /* fork.c: in the child, forget every sleeper: they are the parent's
  * threads and tasks, which do not exist here (a release must not wake

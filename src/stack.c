@@ -361,12 +361,14 @@ void gmp__stack_trim_g(gmp_g *g, bool at_exit)
 	gmp__add64_rlx(at_exit ? &stk.ntrim_exit : &stk.ntrim_swept, 1);
 }
 
+#if GMP__TEST_HOOKS
 /* For tests: the trims so far, as tasks ended and by sweeps. */
 void gmp__stack_trims(uint64_t *at_exit, uint64_t *swept)
 {
 	*at_exit = gmp__load64_rlx(&stk.ntrim_exit);
 	*swept = gmp__load64_rlx(&stk.ntrim_swept);
 }
+#endif
 
 /* Whether addr lies in the guard page of some stack; *lo and *hi get that
  * stack's bounds. For the SIGSEGV handler: lock-free, and regions are only
@@ -390,6 +392,7 @@ bool gmp__stack_guard_hit(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 	return false;
 }
 
+#if GMP__TEST_HOOKS
 void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install)
 {
 	gmp__lock(&stk.lock);
@@ -398,6 +401,7 @@ void gmp__stack_counts(uint64_t *guarded, uint64_t *unguarded, bool *install)
 	*install = stk.mode == GUARD_INSTALL;
 	gmp__unlock(&stk.lock);
 }
+#endif
 
 /* Shutdown: every G is let go of; unmap every region, Gs and all. */
 void gmp__stack_release_all(void)

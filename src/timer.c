@@ -417,6 +417,7 @@ void gmp__timers_destroy(gmp__timers *ts)
 	ts->cap = 0;
 }
 
+#if GMP__TEST_HOOKS
 int32_t gmp__timers_check(gmp__p *p)
 {
 	gmp__timers *ts = &p->timers;
@@ -445,3 +446,4 @@ int32_t gmp__timers_check(gmp__p *p)
 	gmp__unlock(&ts->lock);
 	return n;
 }
+#endif

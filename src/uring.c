@@ -783,6 +783,7 @@ void gmp__uring_forked(void)
 
 /* ---- for tests only (export_test.h) -------------------------------------------- */
 
+#if GMP__TEST_HOOKS
 void gmp__uring_set_entries(unsigned n)
 {
 	ring_entries = n;
@@ -818,3 +819,4 @@ ssize_t gmp__uring_test_read(int fd, void *buf, size_t n)
 	gmp__leave_task(g, was);
 	return r;
 }
+#endif

@@ -1,11 +1,15 @@
 # cmake -DNM=<nm> -DSHARED=<libgmp.so> -DSTATIC=<libgmp.a>
-#       -DHEADER=<gmp.h> -P check_exports.cmake
+#       -DHEADER=<gmp.h> -DEXPORT_TEST=<src/export_test.h>
+#       -DTEST_STATIC=<libgmp_test.a> -P check_exports.cmake
 #
 # Symbol discipline (STYLE.md, Boundaries):
 #  - libgmp.so exports exactly the functions gmp.h declares GMP_EXTERN:
 #    nothing internal (gmp__*), nothing from elsewhere, none missing;
 #  - every global symbol libgmp.a defines is ours (gmp_ or gmp__), so a
-#    static link cannot collide with the program's own names.
+#    static link cannot collide with the program's own names;
+#  - neither library defines any test hook: a name export_test.h declares
+#    after its "test hooks" line, all of which the tests' copy
+#    (libgmp_test.a) does define.
 # The linker's own markers (_init, _fini, _end, ...) are not ours and
 # are let through.
 cmake_minimum_required(VERSION 3.16)
@@ -76,10 +80,53 @@ foreach(l IN LISTS _lines)
   list(APPEND bad "libgmp.a defines the global ${s}: not in the gmp_ namespace")
 endforeach()
 
+# Test hooks: the functions (a name followed by '(') and variables
+# ("extern ... name", matched up to the name only, as above) declared
+# after the marker line of export_test.h.
+file(READ ${EXPORT_TEST} _et)
+string(FIND "${_et}" "---- test hooks:" _at)
+if(_at LESS 0)
+  message(FATAL_ERROR "no \"---- test hooks:\" line in ${EXPORT_TEST}")
+endif()
+string(SUBSTRING "${_et}" ${_at} -1 _et)
+string(REGEX MATCHALL "\n[a-z][^;{}]*[ *]gmp__[a-z0-9_]+\\(" _fns "${_et}")
+string(REGEX MATCHALL "\nextern [^;{}(]*[ *]gmp__[a-z0-9_]+" _evs "${_et}")
+set(hooks "")
+foreach(d IN LISTS _fns _evs)
+  string(REGEX REPLACE ".*[ *](gmp__[a-z0-9_]+)\\(?$" "\\1" n "${d}")
+  list(APPEND hooks ${n})
+endforeach()
+list(LENGTH hooks _nh)
+if(_nh LESS 10)
+  message(FATAL_ERROR "found only ${_nh} test hooks in ${EXPORT_TEST}")
+endif()
+# nm without -g/-D: every defined symbol, local (hidden, in libgmp.so)
+# ones included.
+foreach(_lib ${STATIC} ${SHARED} ${TEST_STATIC})
+  execute_process(COMMAND ${NM} --defined-only ${_lib}
+    OUTPUT_VARIABLE _out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${NM} failed on ${_lib}")
+  endif()
+  string(REGEX MATCHALL "[ \t]gmp__[a-z0-9_]+\n" _defs "${_out}")
+  string(REGEX REPLACE "[ \t\n]" "" _defs "${_defs}")
+  get_filename_component(_name ${_lib} NAME)
+  foreach(h IN LISTS hooks)
+    if(_lib STREQUAL TEST_STATIC)
+      if(NOT h IN_LIST _defs)
+        list(APPEND bad "${_name} lacks the test hook ${h}")
+      endif()
+    elseif(h IN_LIST _defs)
+      list(APPEND bad "${_name} defines the test hook ${h}")
+    endif()
+  endforeach()
+endforeach()
+
 list(LENGTH exported _ne)
 if(bad)
   list(JOIN bad "\n  " _msg)
   message(FATAL_ERROR "symbol discipline:\n  ${_msg}")
 endif()
 message("libgmp.so exports the ${_ne} functions gmp.h declares, and "
-  "nothing else; libgmp.a defines only gmp_ and gmp__ globals")
+  "nothing else; libgmp.a defines only gmp_ and gmp__ globals; neither "
+  "has any of the ${_nh} test hooks, which libgmp_test.a has")
