@@ -1,231 +1,30 @@
 /* Poll descriptors (pollfd.h): one per descriptor number the I/O calls
  * have used, with the wait slots of Go's pollDesc and the reference count
- * of Go's fdMutex.
+ * of Go's fdMutex. design.md §30 explains them: the table, the wait slots
+ * and the edge count, the list of waiters, foreign threads in poll(2),
+ * references and gmp_close, a number closed with plain close() and
+ * reused, deadlines, and the cookie.
  *
- * The table
- * ---------
- * Descriptors are found by indexing: a static array of chunk pointers,
- * each chunk 1024 descriptors mapped on first use. A descriptor is never
- * freed, only reset, for the life of the process (Go's pollcache does the
- * same), because something may hold its address at any time: an epoll
- * event in flight, a foreign thread in poll(2), a gmp_close waiting for
- * callers. That holds across gmp_shutdown too, which waits for tasks but
- * not for the program's own threads. So chunks come from mmap, outside
- * alloc.c's count (which is of what shutdown must free); the memory is
- * bounded by the highest descriptor number ever used, 192 bytes each.
+ * This file holds the table, the edge count, the wait slots and the list,
+ * registration with epoll (arm at once, or prepare's park on trust), the
+ * poller's side (gmp__pd_ready), waiting (tasks in the poller, threads in
+ * poll(2)), accepted sockets, references and closing, and fork. It pairs
+ * with pollfd_deadline.c (gmp_set_deadline's deadlines and the timer a
+ * waiter arms), pollfd_recheck.c (sysmon's later checks of registrations
+ * made on trust) and pollfd_impl.h (the descriptor's layout and the steps
+ * all three take); io.c calls it, and netpoll.c is the epoll instance
+ * under it.
  *
- * The wait slots (Go's rg and wg) and the edge count
- * ----------------------------------------------------
- * One slot for a reading task, one for a writing task, each a word:
- *
- *   NIL          nobody waits
- *   g|PENDING    task g has registered and is about to park (still on its
- *                stack)
- *   g            task g is parked; gmp_park's unlock function moved the
- *                slot from g|PENDING to g (Go's netpollblockcommit)
- *
- * Whoever wakes (the poller on readiness, gmp_close, arm on a new file)
- * moves the slot to NIL with a CAS: from g it then readies g; from
- * g|PENDING it makes the commit fail, so g resumes at once. The pending
- * value names its task, so a commit can never land on a registration
- * that another task made after ours was cancelled (no ABA).
- *
- * Readiness is edge-triggered: an edge that nobody sees is gone
- * for good. Go remembers one in the slot (pdReady) for the next waiter;
- * that works when only one task at a time waits per direction (Go's
- * fdMutex sees to that), but not for two tasks accepting on one listener:
- * one would consume the READY, the other park beside a pending
- * connection. We count instead: `edges` is bumped by every event for the
- * descriptor (and by gmp_close and arm's new-file detection). A task reads
- * it before its system call (gmp__pd_snapshot); after EAGAIN it registers
- * (in the slot, or on the list) and reads the count again; if it moved,
- * something happened after the call failed, and the task retries instead
- * of parking. Each waiter thus asks its own question, "anything since my
- * attempt?", and nothing is consumed. The poller bumps the count before
- * it looks at the slots and the list; since both sides do a
- * read-modify-write of the same word, one of them sees the other's (see
- * Barriers below), so no wakeup is lost.
- *
- * The count also lets a reader skip a read that could only fail. A short
- * read of a stream socket (fewer bytes than asked) leaves its receive
- * queue empty, and whatever arrives later makes an edge; so while the
- * count still equals the snapshot taken before that short read (kept in
- * `rdrain`), the queue is still empty, and the next read of a task goes
- * straight to the poller (io.c; a request-response server saves one
- * system call per request that way). The end of the stream and errors are
- * the exception: read reports them without data, and their edge may have
- * come before the short read, so the poller marks them (`rdhup`) and
- * reads are never skipped after that.
- *
- * A second task waiting in the same direction, and every task in
- * gmp_poll_fd, waits on `list` instead: a list of gmp__waiters with the
- * poll bits each wants, under `lock`. The poller wakes every matching one
- * (a thundering herd, but only for the rare case of several waiters on
- * one descriptor; each retries its call).
- *
- * Threads that are not tasks (and tasks inside gmp_enter_syscall) never
- * touch the slots: they block in poll(2) on the descriptor and on a
- * per-descriptor eventfd that gmp_close writes. Why not a futex woken by
- * the poller, like the other primitives' thread waiters? Because then a
- * thread's I/O would depend on some M running the poller, which happens
- * only while the runtime runs and tasks wait on I/O; poll(2) works with
- * the runtime stopped and costs the scheduler nothing. The eventfd is made
- * on first need and kept until gmp_close; if it cannot be made (no
- * descriptors left), the thread polls in 10 ms slices and checks CLOSING.
- *
- * References and closing (Go's fdMutex and Close)
- * ------------------------------------------------
- * `ref` counts the calls in flight on the descriptor; its top bit, CLOSING,
- * is set by gmp_close. A call takes a reference on entry (failing with
- * -EBADF if CLOSING is set) and drops it on return. gmp_close takes one
- * too, setting CLOSING in the same CAS, wakes every waiter (they return
- * -EBADF), unregisters from epoll, and for a non-blocking descriptor waits
- * until it holds the only reference; whoever drops the last reference
- * resets the descriptor, closes the number (marking the descriptor CLOSED
- * meanwhile, see final_close) and reopens the descriptor for the number's
- * next file. So a woken call can never retry its system call on a number
- * that has meanwhile been closed and reused for another file: the number
- * stays open until it has left. A blocking descriptor's callers may sit
- * in read(2) forever, so there gmp_close does not wait; the last caller
- * out closes it (as Go does).
- *
- * A number closed with plain close() and reused
- * ---------------------------------------------
- * The runtime never sees that close, so the descriptor still says
- * "registered" while epoll has forgotten the file (epoll drops a file when
- * its last reference goes) or, if the old file lives on elsewhere (dup,
- * fork), still watches the old file under our cookie. We can only find
- * out with a system call: EPOLL_CTL_ADD (gmp__netpoll_open) again. epoll
- * keys a registration by the pair (number, open file), so:
- *
- *   EEXIST   the file behind the number is the one we registered; carry on
- *   success  a new file: it is now registered. Bump `seq` (the file's
- *            generation, part of the epoll cookie), so that events still
- *            coming for the old file are recognised as stale and dropped,
- *            reset what we knew of the file (kind, drained, ended), and
- *            wake every task parked here.
- *
- * fstat's (st_dev, st_ino) would also spot a new file at the same price,
- * but inode numbers are recycled, and the ADD registers the new file in
- * the same breath. Making that check before every park cost one system
- * call per request in a keep-alive server (a third of its calls), so it is
- * made only where it is cheap or rare:
- *
- *  - gmp_accept knows that its result is a new file: it resets the
- *    number's descriptor and registers it once (gmp__pd_accepted), as Go
- *    and nginx do; tasks still parked on the number's old file get -EBADF.
- *  - A descriptor never registered with the live epoll instance (a
- *    number the runtime has not seen, or one reset by gmp_close) is armed
- *    before its first park (`arm`, the check above, made at once; tasks
- *    parked on the old file get -EBADF, since the caller has just seen
- *    the new one).
- *  - Every other park is made on trust (`prepare`): the registration of
- *    this epoll instance is taken to be of the file now behind the
- *    number, and the descriptor goes on a wheel that sysmon turns (the
- *    section "checking registrations later"). sysmon looks at it about
- *    every millisecond; a call that is still waiting at two looks in a row
- *    has its registration checked (`probe`), with the ADD above. A
- *    request-response connection is woken long before that, and is never
- *    checked. Each check that finds the same file doubles the interval for
- *    that descriptor, up to about a second, so that ten thousand idle
- *    connections cost a few checks each and then one a second, and a
- *    connection whose requests come tens of milliseconds apart soon stops
- *    being checked; a reset (accept, gmp_close, a new file) starts it at a
- *    millisecond again. A new file behind the number is thus noticed
- *    within a millisecond or two of a task parking on it, or, for a
- *    number whose earlier waits were long, within about as long as they
- *    were (at most about two seconds).
- *
- * When the check finds a new file it cannot tell the tasks that parked on
- * the old file (before the plain close(), a misuse) from those that parked
- * on the new one, so all of them retry their calls on the new file
- * (`vretry` names the generation it replaced; see broken). When it finds
- * no file at all (closed, not reused) or one epoll cannot watch, the
- * descriptor is marked unregistered and the tasks retry: their calls then
- * say -EBADF, or arm and report what the number is now.
- *
- * Calls that do not park (the data was there) never look, and need not:
- * nothing of the old file is used on that path except `kind`, which io.c
- * corrects from the calls' own results (a stale "drained stream" only
- * sends a read to the poller, where the check notices the new file and the
- * read is retried). The one thing that is not noticed is a thread blocked
- * in poll(2) on the old file; it stays there until the old file is ready.
- *
- * Deadlines (gmp_set_deadline; Go's pollDesc rd/wd and their timers)
- * ------------------------------------------------------------------
- * `dl[mode]` holds each direction's deadline. Setting it is an exchange
- * and three loads (is a task in the slot, anyone on the list, a thread in
- * poll(2)?); with nobody waiting that is all, no lock and no system call,
- * which matters to a server that sets a fresh read deadline before every
- * request. A call looks at the deadline only when it is about to wait, so
- * a past deadline never hides data already there: gmp__pd_wait returns
- * -ETIMEDOUT if it has passed, and otherwise a task registers in its slot
- * and then reads the deadline again, with an RMW, and makes sure that the
- * descriptor's timer (`dlt`, one for both directions) fires no later than
- * that deadline (dl_arm). The timer (dl_fire, Go's netpolldeadlineimpl)
- * empties the slots of the directions that have a deadline and readies
- * the tasks parked there; each retries its call, and the wait that follows
- * the EAGAIN reports the timeout if its deadline has passed, or parks
- * again (and arms the timer again) if not. Every -ETIMEDOUT comes from
- * comparing gmp__nanotime with the deadline, so none comes early.
- *
- * The timer is left armed when a wait ends, and a wait finds it armed for
- * a time no later than its own deadline most of the time: a server that
- * pushes a connection's read deadline a minute ahead before each request
- * arms the timer once a minute (when it fires early, for an older
- * deadline, and its task waits again), instead of adding a timer to the
- * P's heap and removing it again at every request, which at a thousand
- * connections cost a few cache misses per level of the heap. The price is
- * a spurious wakeup per deadline period and connection, and one that a
- * late fire may give a later wait; a wait retries on any wakeup anyway.
- * `dlt_when` says when the timer is armed for, 0 once it has fired; it
- * and the timer are changed under `lock`, by the waiter that arms it
- * (dl_arm); a waiter reads them without the lock first, which is right or
- * errs towards taking it: dl_fire's exchange of dlt_when and the waiter's
- * registration are both full RMWs, each followed by a look at the other's
- * word (the slot; dlt_when), so either dl_fire sees the registration or
- * the waiter sees 0 and arms. A timer that gmp_shutdown dropped is no
- * longer pending, which the waiter checks too.
- *
- * Unlike Go, the timer is armed by a waiting task, not by the setter: a
- * thread setting a deadline may have no P (and so no timer heap), and a
- * deadline that nobody waits on costs no timer at all. When a deadline
- * changes while calls wait, the setter wakes them (dl_wake) and each looks
- * at the new one as it waits again: the task in the slot is readied, list
- * waiters of that direction are woken with "look again", and threads in
- * poll(2) are told through the descriptor's eventfd (the one gmp_close
- * writes). That eventfd must be emptied again, but only once every thread
- * that was waiting has noticed: `dlgen` counts changes, each thread
- * remembers the last it saw, `dlack` counts those still to notice the
- * latest, and the last of them reads the eventfd (unless gmp_close wrote
- * it too: then it stays readable). A thread that arrived after the change
- * yields until then.
- *
- * The setter's exchange and the waiter's RMW are two read-modify-writes
- * of the same word, after the waiter's registration and before the
- * setter's look at the registrations: if the waiter's comes first, the
- * setter sees the registration and wakes it; if the setter's does, the
- * waiter reads the new deadline (the argument of "Barriers" below).
- *
- * The cookie
- * ----------
- * The epoll data word is (1 << 63) | seq << 32 | fd: the top bit keeps it
- * from ever equalling netpoll.c's break cookie (a user-space address), the
- * fd finds the descriptor and seq filters stale events, as Go's fdseq
- * does for its recycled pollDescs.
- *
- * Barriers
- * --------
- * A waiter registers (CAS into its slot, or pushes itself on the list)
- * and then reads `edges` with a read-modify-write (add 0); a waker bumps
- * `edges` with a read-modify-write and then looks at the slot and the
- * list. RMWs of one word are totally ordered, and a _full RMW both
- * releases and acquires: if the waiter's RMW comes first, the waker's
- * reads from it and so sees the registration made before it; if the
- * waker's comes first, the waiter reads the bumped count and retries.
- * gmp_close sets CLOSING and bumps `edges` the same way, so a waiter that
- * registered just then either is woken or sees the bump (and then
- * CLOSING, when its retry takes a reference or re-checks).
+ * The barriers every waiter and waker here relies on: a waiter registers
+ * (in its slot, or on the list) and then reads `edges` with a
+ * read-modify-write (add 0); a waker bumps `edges` with one and then looks
+ * at the slots and the list. Read-modify-writes of one word are totally
+ * ordered, and a _full one both releases and acquires: if the waiter's
+ * comes first, the waker sees the registration made before it; if the
+ * waker's does, the waiter reads the bumped count and retries. gmp_close
+ * sets CLOSING and bumps the count the same way, so a waiter registering
+ * just then is woken or sees the bump (and then CLOSING). Deadlines use
+ * the same pair of read-modify-writes on `dl[mode]`.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -358,7 +157,8 @@ bool gmp__pd_drained(gmp__pd *pd, gmp__pd_op *op)
 	 * before its bump; acquire: if we see the count of that bump (or a
 	 * later one), we see rdhup. A count older than the latest bump only
 	 * costs a retry: gmp__pd_wait re-reads it with an RMW after
-	 * registering, and sees any edge since op->edges (see the top). */
+	 * registering, and sees any edge since op->edges (the barriers at
+	 * the top). */
 	uint32_t e = gmp__load32_acq(&pd->edges);
 	if (gmp__load32_rlx(&pd->rdhup) ||
 	    gmp__load32_rlx(&pd->rdrain) != e + 1)
@@ -372,7 +172,8 @@ bool gmp__pd_drained(gmp__pd *pd, gmp__pd_op *op)
 static bool edges_moved(gmp__pd *pd, const gmp__pd_op *op)
 {
 	/* full: an RMW, not a load, so that it is ordered with the
-	 * waker's bump in the word's modification order (see the top) */
+	 * waker's bump in the word's modification order (the barriers at
+	 * the top) */
 	return gmp__add32_full(&pd->edges, 0) != op->edges;
 }
 
@@ -380,7 +181,7 @@ static bool edges_moved(gmp__pd *pd, const gmp__pd_op *op)
  * A call that checked the registration itself (armed) knows that its file
  * is the old one. A call that parked on trust may have parked on the old
  * file or on the new one when a deferred check finds that the number
- * changed (see "checking registrations later"): it retries on the new
+ * changed (pollfd_recheck.c): it retries on the new
  * file instead. */
 static bool broken(gmp__pd *pd, const gmp__pd_op *op)
 {
@@ -481,7 +282,7 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
 		gmp__unlock(&pd->lock);
 		return 0;
 	}
-	if (mode >= 0) /* after the push: see "Deadlines" at the top */
+	if (mode >= 0) /* after the push: design.md §30.7 */
 		deadline = dl_min(deadline, dl_after_register(pd, mode));
 	if (op->trusted)
 		watch(pd); /* after edges_moved's RMW (see watch) */
@@ -502,8 +303,8 @@ static int list_wait(gmp__pd *pd, int events, int64_t deadline,
 /* ---- registration --------------------------------------------------------------- */
 
 /* Makes sure epoll watches the file now behind pd->fd under our cookie,
- * and records its generation in op (see "A number closed with plain
- * close() and reused" at the top). Returns 0, -EBADF if closing, or the
+ * and records its generation in op (design.md §30.6, "A number closed with
+ * plain close() and reused"). Returns 0, -EBADF if closing, or the
  * epoll error (-EPERM: a file epoll cannot watch). */
 static __attribute__((noinline)) int arm(gmp__pd *pd, gmp__pd_op *op)
 {
@@ -629,7 +430,7 @@ void gmp__pd_ready(void *ck, uint32_t modes, gmp__gqueue *q)
 		if (g)
 			gmp__gq_push(q, g);
 	}
-	/* acquire: after the bump (see "Barriers" at the top) */
+	/* acquire: after the bump (the barriers at the top) */
 	if (!gmp__loadp_acq(&pd->list))
 		return;
 	uint32_t events = poll_bits(modes);
@@ -684,14 +485,15 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 		return -ETIMEDOUT;
 	gmp_g *g = gmp_current();
 	uintptr_t mine = (uintptr_t)g | PD_PENDING;
-	/* full: registration, then edges_moved's RMW (see the top) */
+	/* full: registration, then edges_moved's RMW (the barriers at the
+	 * top) */
 	if (!gmp__casp_full(slot, PD_NIL, mine)) {
 		/* Another task waits in this direction. */
 		int r = list_wait(pd, events, -1, op, mode);
 		return r < 0 ? r : 0;
 	}
 	if (!edges_moved(pd, op) && !broken(pd, op)) {
-		/* After the registration: see "Deadlines" at the top. A
+		/* After the registration: design.md §30.7. A
 		 * deadline already past fires at once: the commit fails or
 		 * the task is readied, and it retries. */
 		int64_t dl = dl_after_register(pd, mode);
@@ -1031,7 +833,7 @@ int gmp__pd_close(int fd)
 	/* gmp_close clears the deadlines (its waiters leave with -EBADF). */
 	gmp__store64_rlx(&pd->dl[GMP__PD_READ], 0);
 	gmp__store64_rlx(&pd->dl[GMP__PD_WRITE], 0);
-	edges_bump(pd); /* after CLOSING: see "Barriers" at the top */
+	edges_bump(pd); /* after CLOSING: the barriers at the top */
 	gmp_g *rg = slot_wake(&pd->rg);
 	gmp_g *wg = slot_wake(&pd->wg);
 	gmp__waiter *chain = list_take_all(pd, -EBADF);
@@ -1060,7 +862,7 @@ int gmp__pd_close(int fd)
 	list_wake(chain);
 	gmp__uring_cancel_fd(fd); /* operations in flight in the rings */
 	/* The woken leave at once from a non-blocking descriptor; from a
-	 * blocking one a caller may sit in read(2) for good (see the top). */
+	 * blocking one a caller may sit in read(2) for good (design.md §30.5). */
 	if (fl >= 0 && (fl & O_NONBLOCK))
 		wait_for_callers(pd);
 	v = gmp__add32_full(&pd->ref, -1) - 1;

@@ -6,8 +6,8 @@
  * io.c brackets every call on fd with gmp__pd_acquire/gmp__pd_release
  * (the reference that keeps gmp_close from closing the number under it),
  * makes the system call, and on EAGAIN waits here: a task in the poller
- * (gmp__pd_wait), any other caller in poll(2) (gmp__pd_wait_thread). See
- * pollfd.c for the states and the protocols.
+ * (gmp__pd_wait), any other caller in poll(2) (gmp__pd_wait_thread).
+ * design.md §30 explains the states and the protocols.
  */
 #ifndef GMP_POLLFD_H
 #define GMP_POLLFD_H

@@ -1,5 +1,11 @@
-/* Poll descriptors: the deadlines of gmp_set_deadline (pollfd.c holds the
- * rest of the descriptor; pollfd_impl.h what its files share). */
+/* Poll descriptors: the deadlines of gmp_set_deadline (Go's pollDesc rd
+ * and wd and their timers). A call looks at its direction's deadline only
+ * when it is about to wait; a waiting task makes sure the descriptor's
+ * one timer fires by then (dl_arm, pollfd_impl.h), and leaves it armed
+ * when its wait ends; a change of deadline wakes whoever waits to look at
+ * the new one (dl_wake). design.md §30.7 ("Deadlines") explains the design
+ * and its barriers. pollfd.c holds the rest of the descriptor, and
+ * pollfd_impl.h what the descriptor's files share. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +24,7 @@ static void dl_fire(gmp__timer *t)
 {
 	gmp__pd *pd = t->arg;
 	/* full: before we look at the slots; pairs with a waiter's
-	 * registration, then its look at dlt_when (see "Deadlines") */
+	 * registration, then its look at dlt_when (design.md §30.7) */
 	gmp__xchg64_full(&pd->dlt_when, 0);
 	for (int mode = GMP__PD_READ; mode <= GMP__PD_WRITE; mode++) {
 		if (!gmp__load64_rlx(&pd->dl[mode]))
@@ -86,7 +92,7 @@ static void dl_wake(gmp__pd *pd, int mode)
 	if (g)
 		gmp__ready(g, true);
 	uint32_t want = mode == GMP__PD_READ ? POLLIN : POLLOUT;
-	/* acquire: after the exchange (see "Deadlines" at the top) */
+	/* acquire: after the exchange (design.md §30.7) */
 	bool list = gmp__loadp_acq(&pd->list) != NULL;
 	bool threads = gmp__load32_acq(&pd->twait) != 0;
 	if (!list && !threads)

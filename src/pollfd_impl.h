@@ -1,7 +1,9 @@
 /* What the files of the poll descriptor (pollfd.c, pollfd_deadline.c,
- * pollfd_recheck.c) share: the descriptor itself, and the small steps
- * each of them takes on it. Nothing outside these files includes it;
- * io.c and the rest see pollfd.h. */
+ * pollfd_recheck.c) share: the descriptor's layout, with what protects
+ * each field, and the small steps each of them takes on it (waking a
+ * slot, the list of waiters, the deadline and deferred-check steps a wait
+ * takes inline). Nothing outside these files includes it; io.c and the
+ * rest see pollfd.h. design.md §30 explains the descriptor. */
 #ifndef GMP_POLLFD_IMPL_H
 #define GMP_POLLFD_IMPL_H
 
@@ -32,7 +34,8 @@ struct gmp__pd {
 				       under lock, read lock-free by the
 				       poller */
 	volatile uint32_t edges;    /* atomic: bumped and checked with RMWs,
-				       snapshot with a load (see the top) */
+				       snapshot with a load (pollfd.c: the
+				       barriers) */
 	volatile uintptr_t rg, wg;  /* atomic: NIL, g|PENDING or g */
 	gmp__waiter *volatile list; /* lock; the poller peeks at it, so it
 				       is stored and loaded atomically */
@@ -51,7 +54,7 @@ struct gmp__pd {
 				       or an error (gmp__pd_drained) */
 	/* Closing. */
 	gmp__waiter *closer; /* lock: gmp_close waiting for callers */
-	/* Deadlines (see "Deadlines" at the top). */
+	/* Deadlines (pollfd_deadline.c). */
 	volatile uint64_t dl[2]; /* atomic: per direction, an int64
 				     gmp__nanotime deadline, 0 none; set
 				     with an exchange, read by waiters with
@@ -65,7 +68,7 @@ struct gmp__pd {
 	bool dlsig;              /* lock: the eventfd was written for it */
 	volatile uint32_t seen;  /* racy: gmp__pd_set_deadline checked that
 				     the number is open */
-	/* The deferred check (see "checking registrations later"). */
+	/* The deferred check (pollfd_recheck.c). */
 	gmp__pd *vnext;            /* vw.lock: next on its wheel slot */
 	int64_t vdue;              /* vw.lock: the tick of its next look */
 	volatile uint32_t vqueued; /* atomic: on the wheel (or being looked
@@ -77,7 +80,7 @@ struct gmp__pd {
 				      replaced (see broken) */
 	uint32_t vlast_call;       /* sysmon: vcall at its last look */
 	uint32_t vlast_wait;       /* sysmon: whether a task waited then */
-	/* The deadline timer (see "Deadlines" at the top), in a line of its
+	/* The deadline timer (pollfd_deadline.c), in a line of its
 	 * own: only a wait with a deadline looks at it. */
 	gmp__timer dlt __attribute__((aligned(64))); /* lock: armed by dl_arm;
 							fires dl_fire */
@@ -108,7 +111,7 @@ static inline void *cookie(const gmp__pd *pd, uint32_t seq)
 /* The waker's half: bump the count, then look at the slots and list. */
 static inline void edges_bump(gmp__pd *pd)
 {
-	/* full: the RMW pair of "Barriers" at the top */
+	/* full: the RMW pair of pollfd.c's barriers */
 	gmp__add32_full(&pd->edges, 1);
 }
 
@@ -187,7 +190,7 @@ static inline void forget_file(gmp__pd *pd, uint32_t kind)
 
 /* The deadline of direction mode, for a waiter that has registered: an
  * RMW, so that it is ordered with gmp__pd_set_deadline's exchange (see
- * "Deadlines" at the top). 0: none. */
+ * design.md §30.7). 0: none. */
 static inline int64_t dl_after_register(gmp__pd *pd, int mode)
 {
 	/* full: pairs with the exchange in gmp__pd_set_deadline */
@@ -225,7 +228,7 @@ static inline bool dl_armed_by(gmp__pd *pd, int64_t dl)
 void gmp__pd_dl_arm(gmp__pd *pd, int64_t dl);
 
 /* A task registered in a slot, about to park with deadline dl (> 0): makes
- * sure the descriptor's timer fires by dl (see "Deadlines" at the top).
+ * sure the descriptor's timer fires by dl (design.md §30.7).
  * Most of the time it does already, and this is two loads. */
 static inline void dl_arm(gmp__pd *pd, int64_t dl)
 {
@@ -239,6 +242,8 @@ void gmp__pd_dl_ack(gmp__pd *pd);
 
 /* ---- checking registrations later (pollfd_recheck.c) ---- */
 
+/* watch's slow half: puts pd on the wheel (and wakes sysmon if its next
+ * look is now sooner). */
 void gmp__pd_watch_slow(gmp__pd *pd);
 
 /* A task is about to park on trust: make sure sysmon will look at the

@@ -1,6 +1,13 @@
 /* Poll descriptors: checking later that a number a task parked on still
- * names the file the poller watches (pollfd.c holds the rest of the
- * descriptor; pollfd_impl.h what its files share). */
+ * names the file the poller watches. A park on a descriptor registered
+ * with the live epoll instance is made on trust (pollfd.c's prepare), and
+ * the descriptor goes on a wheel that sysmon turns (gmp__pd_watch_run); a
+ * call still waiting at two looks in a row has its registration checked
+ * with EPOLL_CTL_ADD (probe), and each check that finds the same file
+ * doubles the descriptor's interval. design.md §30.6 ("A number closed with
+ * plain close() and reused") explains why and how. pollfd.c holds the
+ * rest of the descriptor, and pollfd_impl.h what the descriptor's files
+ * share. */
 #include <errno.h>
 #include <string.h>
 
@@ -9,13 +16,12 @@
 #include "scheduler.h"
 #include "sysmon.h"
 
-/* The wheel of descriptors that tasks park on trust (see "A number closed
- * with plain close() and reused" at the top). A tick is 2^20 ns, about a
- * millisecond; a descriptor on the wheel is looked at every 2^vshift
- * ticks, vshift growing by one with every check that finds nothing wrong
- * (up to VW_MAX_SHIFT: about a second) and starting again at 0 whenever
- * the descriptor is reset. VW_SLOTS covers the longest interval, so each
- * slot holds only the descriptors due at its tick. */
+/* The wheel of descriptors that tasks park on trust. A tick is 2^20 ns,
+ * about a millisecond; a descriptor on the wheel is looked at every
+ * 2^vshift ticks, vshift growing by one with every check that finds
+ * nothing wrong (up to VW_MAX_SHIFT: about a second) and starting again
+ * at 0 whenever the descriptor is reset. VW_SLOTS covers the longest
+ * interval, so each slot holds only the descriptors due at its tick. */
 #define VW_TICK_SHIFT 20
 #define VW_MAX_SHIFT 10
 #define VW_SLOTS (1 << VW_MAX_SHIFT)

@@ -1,5 +1,7 @@
-/* Preemption: the barrier, sysmon's detach, and a detached task taking a
- * P back. preempt.h explains the protocol; design.md §31 the policy.
+/* Preemption: the asymmetric barrier, sysmon's detach, a detached task
+ * taking a P back (gmp__enter_slow), and gmp_preempt_point, the switch
+ * point a program calls. preempt.h holds the task's inline side of the
+ * protocol; design.md §37 explains it, §13 the policy.
  */
 #include <stdio.h>
 #include <string.h>

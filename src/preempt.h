@@ -1,59 +1,18 @@
-/* Preemption (design.md §10, §31): sysmon takes the P from a task that
+/* Preemption (design.md §13, §37): sysmon takes the P from a task that
  * runs past its time slice without reaching a switch point, and the task
- * goes on running its own code on its own thread.
+ * goes on running its own code on its own thread, taking a P back at its
+ * next call that needs one. design.md §37 gives the why (no signal), the
+ * protocol between the task's thread and sysmon, and its proof
+ * (tests/spin/detach.pml).
  *
- * C code cannot be stopped where it stands: a signal may land inside
- * malloc, a libc lock, or code that keeps a thread-local address in a
- * register, and interrupts the program's own poll, nanosleep and
- * epoll_wait with EINTR. So nothing interrupts the task. Instead the P
- * leaves it: the task keeps its thread, which the kernel now shares with
- * the Ms that hold Ps, and takes a P back at its next call that needs one
- * (the way gmp_exit_syscall's slow path does).
- *
- * The hard part is the moment sysmon decides while the task's thread
- * enters the runtime and starts using its P with plain loads and stores.
- * Exactly one side must own the P at every instant, and the thread's
- * side is every runtime entry (a switch point, gmp_go, a lock, a channel
- * operation), where a read-modify-write would cost more than the rest of
- * the path. So the thread uses only plain accesses, and sysmon pays:
- *
- *   the task's thread, entering (gmp__enter):
- *       g->inrt = 1                        plain store
- *       if (g->detach != NONE) slow path   load-acquire
- *       ... uses its P ...
- *       g->inrt = 0                        store-release (gmp__leave)
- *
- *   sysmon (gmp__preempt_detach):
- *       CAS g->detach NONE -> CLAIM
- *       asymmetric barrier (membarrier, or the mprotect shoot-down)
- *       if g->inrt == 1:  CAS CLAIM -> NONE, back off
- *       else:             CAS CLAIM -> TAKING; take the P; DETACHED
- *
- * The thread's store and load can pass each other in the CPU (a store
- * buffer); the barrier makes every running thread execute a full fence
- * at some point during it. If that point came after the thread's store,
- * the store is visible and sysmon reads 1 and backs off. If it came
- * before, the thread's load comes after sysmon's CAS and sees CLAIM. A
- * thread that sees CLAIM refuses it with a CAS CLAIM -> NONE, which races
- * sysmon's own CAS CLAIM -> TAKING: one of the two wins. While TAKING,
- * sysmon writes the P away (m->p, p->m, m->detachp) and then publishes
- * DETACHED with a release; a thread that sees TAKING waits for it. A
- * thread that sees DETACHED has no P: it takes one back (its old one if
- * idle, any idle one, else it queues itself globally and its M waits for
- * a P to be handed to it, bound to it for the wait so that the task never
- * changes threads) and only then sets NONE. tests/spin/detach.pml checks
- * this protocol, with the thread's store buffer modelled, against a
- * third M taking the handed-off P: the P never has two users and is
- * never lost.
- *
- * inrt is per G, not per M, because a task's stay in the runtime spans
- * its switches: it may park inside a call on one M and return from it on
- * another. A G that is not running is always inside the runtime (it left
- * its M at a switch point, or has not started: newproc sets inrt, and
- * the task's first frame clears it just before calling its function), so
- * an M that runs a G it just scheduled is never taken for one that runs
- * the task's own code. Calls nest (a primitive may call another public
- * call): gmp__enter returns the old mark and gmp__leave restores it.
+ * This header holds the task's side of that protocol, the part every
+ * runtime entry inlines: the mark g->inrt (per G, since a stay in the
+ * runtime spans switches) and the look at g->detach, which cost the
+ * thread plain loads and stores only (sysmon pays with an asymmetric
+ * barrier); and the brackets built on them (gmp__enter/gmp__leave,
+ * gmp__enter_task, gmp__stay, gmp__enter_last). preempt.c holds the
+ * barrier, sysmon's detach, the slow path that takes a P back, and
+ * gmp_preempt_point; sysmon.c decides when to detach.
  *
  * The rule for runtime code: a task's thread touches its P (m->p and
  * what it holds: run queues, timers, caches, schedtick) and moves its G

@@ -1,5 +1,6 @@
-/* The runtime semaphore (Go's semacquire/semrelease): the sleep and wakeup
- * under gmp_mutex and gmp_wg.
+/* The runtime semaphore (Go's semacquire/semrelease; design.md §28.2): the
+ * sleep and wakeup under gmp_mutex, gmp_wg and gmp_rwmutex, whose
+ * layouts are in sync.h.
  *
  * A semaphore is any 32-bit word the caller owns; the runtime keeps no
  * state in it beyond the count. Sleepers wait in a table of waiters keyed

@@ -1,34 +1,17 @@
-/* sysmon: the system monitor thread (Go's sysmon).
+/* sysmon: the system monitor thread (Go's sysmon; design.md §26.2).
  *
- * It holds no P and runs no tasks. Every 20 µs (doubling after 1 ms of
- * finding nothing, up to 10 ms) it looks at every P:
- *
- *  - a task whose time slice (one schedtick, runnext inheritors included)
- *    has lasted 10 ms is asked to yield: its thread's preempt flag is set
- *    (honoured at its next switch point, design.md §2) and the P's preempt
- *    flag makes schedule() deny the next runnext G the rest of the slice;
- *  - if it has still not yielded 1 ms later and someone could use its P,
- *    the P is detached from it (preempt.h, design.md §10): the task goes
- *    on running on its own thread and the P goes to another M;
- *  - a P whose task sits in a syscall is retaken by Go's rules (retake);
- *  - if no M has polled the network for 10 ms (every P busy), it polls;
- *  - a timer overdue while its P is busy gets an idle P started to run it;
- *  - with GMP_DEBUG=schedtrace=MS it prints a line every MS ms.
- *
- * When every P is idle there is nothing to watch: at the second look in
- * a row that finds them so, with none gone to work in between, sysmon
- * sleeps deeply on sched.sysmonnote until a task enters a syscall that
- * could hold up work, or work finds no P to run it (syscall.c, sched.c's
- * wakep), or until the next timer
- * or the poller's next deferred check (pollfd.c), with a 1 s cap so
- * idle-time chores still run (the P count, the free lists' rotation).
- * While any task is live the deep sleep lasts at most 10 ms, its longest
- * round, so that a task that starts running meanwhile is watched soon
- * enough without waking sysmon for it; a sleep taken with no task live is
- * also ended by a P leaving the idle list (pidleget). While the free lists' sweep
- * ages out a backlog (g.c), the deep sleep lasts at most until its next
- * slice, 10 ms away; once it has nothing left, the sweep asks for no
- * round at all.
+ * It holds no P and runs no tasks. In rounds of 20 µs, backing off to
+ * 10 ms while it finds nothing to do, it looks at every P: a task whose
+ * slice has lasted 10 ms is asked to yield (its thread's preempt flag and
+ * the P's), and 1 ms later, if someone could use its P, detached from it
+ * (preempt.c, design.md §37); a P whose task sits in a syscall is retaken
+ * by Go's rules (retake); it polls the network if nobody has for 10 ms,
+ * starts an idle P for a timer overdue on a busy one, makes the poller's
+ * deferred checks (pollfd_recheck.c), runs the free lists' sweep (g.c),
+ * and prints schedtrace. When every P is idle it sleeps deeply on
+ * sched.sysmonnote; sysmon.h holds the calls that end that sleep and the
+ * check gmp_enter_syscall makes before it calls one. design.md §26.2 says
+ * how long each sleep lasts and who ends it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -264,12 +247,13 @@ static void schedtrace(int64_t now, int64_t start)
 
 /* sysmon's deep sleep, with sched.lock held and every P idle: until the
  * next timer, the poller's next deferred check of a registration
- * (pollfd.c), the free lists' next sweep (10 ms apart while it has work)
- * or a second, whichever comes first, unless woken. While tasks are live
- * it sleeps (still at most that second in all) in slices of at most DEEP_SHORT_NS (SHORT, which a P leaving
- * the idle list does not end): after each it looks whether a P has gone to
- * work meanwhile, and if none has it sleeps on, still counted as deeply
- * asleep. Returns whether it was woken; sched.lock is held again. */
+ * (pollfd_recheck.c), the free lists' next sweep (10 ms apart while it
+ * has work) or a second, whichever comes first, unless woken. While tasks
+ * are live it sleeps (still at most that second in all) in slices of at
+ * most DEEP_SHORT_NS (SHORT, which a P leaving the idle list does not
+ * end): after each it looks whether a P has gone to work meanwhile, and
+ * if none has it sleeps on, still counted as deeply asleep. Returns
+ * whether it was woken; sched.lock is held again. */
 static bool deep_sleep(int64_t now, int64_t sweepnext)
 {
 	bool woken = false;
@@ -379,7 +363,7 @@ static void *sysmon_main(void *arg)
 		if (delay <= 160)
 			ask -= overshoot;
 		/* A deferred check of the poller's registrations is due
-		 * sooner (pollfd.c; at most one a tick, about 1 ms). */
+		 * sooner (pollfd_recheck.c; at most one a tick, about 1 ms). */
 		int64_t check = gmp__pd_watch_next();
 		if (check && check - before < ask)
 			ask = check - before > 20000 ? check - before : 20000;

@@ -103,7 +103,7 @@ void gmp__timers_move(gmp__p *from, gmp__p *to);
 
 /* gmp_shutdown, once no task is left: drops every timer of every P
  * (marked idle: a later gmp__timer_stop says false). With no task left
- * only gmp_timer's and descriptors' deadline timers (pollfd.c) can be
+ * only gmp_timer's and descriptors' deadline timers (pollfd_deadline.c) can be
  * pending, and they never fire after shutdown.
  * Returns false if there was nothing to drop and no timer ran meanwhile;
  * true otherwise, since a timer that ran may have started a task (the

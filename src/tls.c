@@ -1,4 +1,6 @@
-/* Thread-local state, reached only through out-of-line functions.
+/* Thread-local state, reached only through out-of-line functions
+ * (design.md §22.3; internal.h declares them, and gmp__getm_inline is the
+ * x86-64 exception).
  *
  * A task may resume on a different thread after any switch point. Within
  * one function, a compiler is free to compute a thread-local address once
