@@ -1,61 +1,32 @@
-/* The I/O calls (design.md §8, §11): gmp_read, gmp_write, gmp_readv,
- * gmp_writev, gmp_recvfrom, gmp_sendto, gmp_recvmsg, gmp_sendmsg,
- * gmp_accept, gmp_connect, gmp_poll_fd, gmp_set_deadline and gmp_close.
- * Go's internal/poll.FD, in C.
+/* The I/O calls (design.md §11 is the contract, §30.8 the design):
+ * gmp_read, gmp_write, gmp_readv, gmp_writev, gmp_recvfrom, gmp_sendto,
+ * gmp_recvmsg, gmp_sendmsg, gmp_accept, gmp_connect, gmp_poll_fd,
+ * gmp_pread, gmp_pwrite, gmp_set_deadline and gmp_close; Go's
+ * internal/poll.FD, in C. They pair with pollfd.h (the descriptor's
+ * reference and the waits), uring.h (the ring engine, to which the files
+ * section below sends a regular file's reads and writes, design.md §31)
+ * and tls.c (errno).
  *
- * Every call has the same shape:
+ * Every call has the same shape: take a reference on the descriptor
+ * (-EBADF once gmp_close has begun), then loop: make the system call; on
+ * success or a real error, return; on EAGAIN, wait and retry. A task
+ * waits in the network poller (gmp__pd_wait), holding no thread; anyone
+ * else (a thread of the program, or a task inside a gmp_enter_syscall
+ * window) blocks in poll(2) (gmp__pd_wait_thread). Whether a call may
+ * block is never decided from a cache of O_NONBLOCK:
  *
- *   take a reference on the descriptor (pollfd.h; -EBADF once gmp_close
- *   has begun), then loop: make the system call; on success or a real
- *   error, return; on EAGAIN, wait for readiness and retry.
+ *   on a socket, every attempt is first made with MSG_DONTWAIT, outside
+ *   the syscall bracket (outside the sanitizer builds, with the
+ *   system-call instruction itself); only when it finds nothing to do on
+ *   a socket not known to be non-blocking (gmp__pd_nonblock, else one
+ *   fcntl) does the plain call follow, inside the bracket;
+ *   anything else (a pipe, a terminal, a file without the ring) makes
+ *   every attempt inside the bracket.
  *
- * How a caller waits depends on who it is, not on the descriptor:
- *
- *   a task       parks in the network poller (gmp__pd_wait), holding no
- *                thread; the poller readies it on the next edge
- *   anyone else  (a thread of the program, or a task inside a
- *                gmp_enter_syscall window) blocks its thread in poll(2)
- *                (gmp__pd_wait_thread), where gmp_close can wake it
- *
- * Blocking or non-blocking? design.md §8 says: on a non-blocking descriptor,
- * try and park on EAGAIN; on a blocking one, run the plain call inside
- * gmp_enter_syscall/gmp_exit_syscall. We never ask before a call (an fcntl
- * per call) and never trust a cache of O_NONBLOCK to decide whether a call
- * may block:
- *
- *   On a socket, every attempt is first made with MSG_DONTWAIT, which
- *   cannot block whatever the descriptor's flag says. So it needs no
- *   syscall bracket (sysmon has nothing to take from a call that returns
- *   at once; the bracket's two transitions and, worse, sysmon retaking
- *   the P of a send that the kernel happened to preempt, cost more than
- *   the call), and, outside the sanitizer builds, no libc wrapper either
- *   (gmp__ctx_syscall6: no cancellation bookkeeping, no errno). When it
- *   succeeds, the plain call would have returned the same. When it finds
- *   nothing to do (EAGAIN), the descriptor's hint says whether the socket
- *   is known to be non-blocking (gmp__pd_nonblock): then we wait for
- *   readiness. If the hint is not set, one fcntl(F_GETFL), which cannot
- *   block, asks the descriptor: O_NONBLOCK sets the hint and we wait; a
- *   blocking socket gets the plain call in the bracket, and it blocks, as
- *   the program asked (honouring SO_RCVTIMEO and the like), or says
- *   EAGAIN, which proves the socket non-blocking and sets the hint.
- *
- *   Anything else (a pipe, a terminal, a file without the ring) has no
- *   such flag: a task makes every attempt inside the syscall bracket. On
- *   a non-blocking descriptor the call returns at once; on a blocking
- *   one it may block, and sysmon hands the P to another thread meanwhile.
- *
- * A stale hint is harmless: the hint is forgotten with the file (a
- * number found to name a new one, gmp_close, gmp_accept), and a socket
- * whose O_NONBLOCK the program clears after we saw it set only has its
- * calls wait in the poller (holding no thread) instead of in the kernel.
- *
- * errno: design.md §2 lets a task move to another thread at every switch
- * point, and glibc's __errno_location is const, so within one function a
- * compiler may reuse the errno address of a thread we have left. Every
- * read and write of errno here therefore goes through gmp__errno_get/set
- * (out of line, tls.c), right after the system call and before
- * gmp_exit_syscall; and each public call restores the caller's errno
- * before it returns, as gmp.h promises ("leave errno alone").
+ * errno: a task may move to another thread at every switch point, so
+ * every access goes through gmp__errno_get/set (tls.c), right after the
+ * system call and before gmp_exit_syscall, and each call restores the
+ * caller's errno before it returns.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -143,7 +114,7 @@ static int io_begin(struct io *io, int fd)
 	io->op.armed = false;
 	io->op.trusted = false;
 	if (io->task)
-		/* I/O calls are switch points (design.md §2) */
+		/* I/O calls are switch points (design.md §2.2) */
 		gmp_preempt_point();
 	int err = 0;
 	io->pd = gmp__pd_acquire(fd, &err);
@@ -579,7 +550,7 @@ GMP_EXTERN ssize_t gmp_pwrite(int fd, const void *buf, size_t n, off_t off)
 
 /* ---- files: the ring or the system call ------------------------------------------ */
 
-/* Which way a file operation goes (design.md §32): through the io_uring of
+/* Which way a file operation goes (design.md §31): through the io_uring of
  * the task's P (uring.c, the engine) or as the plain system call, and the
  * position locks that keep gmp_read and gmp_write atomic with respect to
  * one another. */
@@ -1272,12 +1243,12 @@ GMP_EXTERN ssize_t gmp_sendmsg(int fd, const struct msghdr *msg, int flags)
 
 /* ---- gmp_set_deadline ---------------------------------------------------------- */
 
-/* Go's SetReadDeadline/SetWriteDeadline (design.md §11): stores the
+/* Go's SetReadDeadline/SetWriteDeadline (design.md §11.3): stores the
  * deadline in the descriptor (no system call) and sends the calls already
  * waiting in those directions to look at it; the per-P timer that ends a
- * task's wait is armed by the waiting task itself (pollfd.c). Inside the
- * runtime bracket, since waking a parked task uses the caller's P; not a
- * switch point. */
+ * task's wait is armed by the waiting task itself (pollfd_deadline.c).
+ * Inside the runtime bracket, since waking a parked task uses the
+ * caller's P; not a switch point. */
 GMP_EXTERN int gmp_set_deadline(int fd, int how, int64_t deadline_ns)
 {
 	if (how == 0 || (how & ~(GMP_READ | GMP_WRITE)))
