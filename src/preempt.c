@@ -239,8 +239,8 @@ static void reattach_wait(gmp_g *g)
 	gmp__schedule_locked(m);
 }
 
-/* The task on this thread was detached: take a P back (design.md §10: its
- * old P if idle, any idle P, else the global queue, this M waiting). */
+/* The task on this thread was detached: take a P back (design.md §37.5:
+ * its old P if idle, any idle P, else the global queue, this M waiting). */
 static void reattach(gmp_g *g)
 {
 	gmp__m *m = g->m;
@@ -316,8 +316,9 @@ void gmp__enter_last_slow(gmp_g *g)
 extern __thread uint32_t gmp_preempt_pending_
 	__attribute__((tls_model("initial-exec")));
 
-/* One thread-local load when nothing is pending (design.md §2); the same check
- * as the inline one in gmp.h, for callers through a function pointer. */
+/* One thread-local load when nothing is pending (design.md §2.2); the
+ * same check as the inline one in gmp.h, for callers through a function
+ * pointer. */
 GMP_EXTERN void(gmp_preempt_point)(void)
 {
 	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp_preempt_pending_) != 0))

@@ -179,7 +179,7 @@ static inline bool gmp__inrt(const gmp_g *g)
  * setting. Logs why detaching is off when GMP_DEBUG is set. */
 void gmp__preempt_init(void);
 
-/* sysmon: tries to take p from the task that runs on it (design.md §31
+/* sysmon: tries to take p from the task that runs on it (design.md §37.2
  * says when sysmon asks). Returns true if it did and handed p off. */
 bool gmp__preempt_detach(gmp__p *p);
 

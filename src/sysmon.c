@@ -453,7 +453,7 @@ int gmp__sysmon_start(void)
 {
 	memset(&sm, 0, sizeof sm);
 	/* EAGAIN is retried for about a second, as for every thread
-	 * (design.md §5); a lasting shortage fails gmp_init with -EAGAIN
+	 * (design.md §5.2); a lasting shortage fails gmp_init with -EAGAIN
 	 * rather than aborting, since gmp_init has a caller to tell. */
 	int err = gmp__thread_create_retry(&sm.thread, 256 * 1024, sysmon_main,
 					   NULL);

@@ -89,7 +89,7 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 		gmp__throw("newproc1: task %lld is not inside the runtime",
 			   (long long)g->id);
 	/* relaxed: the id orders spawns and publishes nothing. Coherence
-	 * is enough for design.md §2's "increase": all fetch-adds on goidgen
+	 * is enough for design.md §2.1's "increase": all fetch-adds on goidgen
 	 * form one modification order, which agrees with happens-before,
 	 * so a spawn that happens before another takes the smaller id. */
 	g->id = (int64_t)gmp__add64_rlx(&goidgen.last, 1) + 1;
