@@ -26,8 +26,9 @@
  *
  * This header is the whole public interface. The contract behind it, and
  * the design that keeps it, are in docs/design.md in the project's
- * repository (Part I, §1 to §19, is the contract, and the headings below
- * give its chapter numbers; Part II, from §20 on, is the design).
+ * repository (Part I, its chapters numbered below 20, is the contract, and
+ * the headings below give its chapter numbers; Part II, from §20 on, is
+ * the design).
  */
 #ifndef GMP_H
 #define GMP_H

@@ -1,5 +1,5 @@
 /* File I/O without a thread: one io_uring per P, the engine (uring.h).
- * design.md §32 gives the design: why one ring per P, how an operation is
+ * design.md §31 gives the design: why one ring per P, how an operation is
  * submitted, reaped and cancelled, shutdown and fork.
  *
  * Here, in order: the kernel's interface (three system calls through

@@ -1,4 +1,4 @@
-/* File I/O that holds no thread (design.md §11, §32): one io_uring per P,
+/* File I/O that holds no thread (design.md §11.5, §31): one io_uring per P,
  * the engine.
  *
  * io.c decides which way a file operation goes (file_io: the ring for a

@@ -1,4 +1,4 @@
-/* File I/O (design.md §11, §32): gmp_pread and gmp_pwrite, gmp_read and
+/* File I/O (design.md §11.5, §31): gmp_pread and gmp_pwrite, gmp_read and
  * gmp_write on regular files, through the per-P io_uring and through the
  * system call path (GMP_IO_URING=off), with the same answers.
  *
