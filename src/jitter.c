@@ -37,7 +37,8 @@
 
 /* Per-thread state (xorshift32): the sites run on Ms, sysmon and the
  * program's threads alike, and need no lock to draw a number. */
-static __thread uint32_t jitter_state;
+static __thread uint32_t jitter_state
+	__attribute__((tls_model("initial-exec")));
 
 void gmp__jitter(void)
 {

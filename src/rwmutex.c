@@ -57,8 +57,9 @@ static volatile uint64_t stripes_used;
 
 /* The slot record of a thread while it runs no task (a task's is in its
  * G), and the stripe such a thread uses (+1; 0: not chosen yet). */
-static __thread uint64_t thread_rec;
-static __thread uint32_t thread_stripe;
+static __thread uint64_t thread_rec __attribute__((tls_model("initial-exec")));
+static __thread uint32_t thread_stripe
+	__attribute__((tls_model("initial-exec")));
 static volatile uint32_t thread_stripe_next; /* atomic, relaxed: a counter */
 
 /* Test switches (export_test.h), plain: set only while no writer runs.
@@ -283,7 +284,8 @@ static __attribute__((noinline)) void rlock_slow(gmp_rwmutex *rw)
  * SLOTS, and every writer's unlock clears the steps, so slots come on only
  * where read locks contend far more often than writers come. One try; a
  * lost race only delays it. */
-static __thread uint32_t thread_rwnote;
+static __thread uint32_t thread_rwnote
+	__attribute__((tls_model("initial-exec")));
 
 static __attribute__((noinline)) void note_contention(gmp__rwmutex_words *w)
 {

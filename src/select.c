@@ -17,7 +17,7 @@ enum { SELECT_STACK_CASES = 16 };
 
 /* ---- random ---------------------------------------------------------------- */
 
-static __thread uint64_t thread_rand;
+static __thread uint64_t thread_rand __attribute__((tls_model("initial-exec")));
 
 /* A random 32-bit number: the M's generator on the runtime's threads, a
  * thread-local xorshift64* elsewhere. noinline: a task that moves to
