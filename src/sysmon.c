@@ -157,7 +157,7 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 				pd->detachwhen = now + gmp__preempt_grace();
 			if (pd->detachwhen <= now &&
 			    (retiring || p_wanted(p)) &&
-			    gmp__preempt_detach(p)) {
+			    gmp__preempt_detach(p, t)) {
 				pd->schedwhen = 0; /* a new slice for the P */
 				n++;
 				continue;
