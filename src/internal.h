@@ -303,11 +303,12 @@ struct gmp__p {
 		 * the slice had used by then (before the first reading: the
 		 * wall time, as if it had run all along); the figure `used`
 		 * reaches when the task, asked to yield, has had its grace
-		 * period; and when the thread is looked at next. wall: this
-		 * slice is judged on the wall clock (GMP_DEBUG=randomize=1
-		 * picks half the slices at random). */
+		 * period; when the thread is looked at next; and when a
+		 * system call's thread is looked at next. wall: this slice is
+		 * judged on the wall clock (GMP_DEBUG=randomize=1 picks half
+		 * the slices at random). */
 		gmp__m *lookm;
-		int64_t cpu, cpuwhen, used, graceused, lookwhen;
+		int64_t cpu, cpuwhen, used, graceused, lookwhen, syslook;
 		bool wall;
 	} sysmontick;
 

@@ -1,7 +1,7 @@
 /* Time slices judged on the CPU time a task's thread receives: sysmon's
  * look at the thread behind a P (its CPU clock, and its state in /proc
- * where the clock cannot decide) before it ends a slice or detaches a P;
- * and its check, after a sleep that came
+ * where the clock cannot decide) before it ends a slice, detaches a P or
+ * retakes one from a system call; and its check, after a sleep that came
  * back far too late, of whether the process was stopped or throttled.
  * retake in sysmon.c asks (slice.h says what each call answers); the
  * looks are threadstat_linux.c's; design.md §37.7 says why and what the
@@ -39,6 +39,9 @@ enum {
 	 * wakeup costs sysmon 15-20 µs of CPU on a VM). */
 	RELOOK_NS = 2 * 1000 * 1000,
 	RELOOK_MIN_NS = 1000 * 1000,
+	/* A system call found running is looked at again after as long as
+	 * it has lasted, and at least this much later. */
+	SYSLOOK_MIN_NS = 20 * 1000,
 	/* sysmon's sleeps come back late by a few milliseconds at worst on a
 	 * busy machine (a woken thread waits at most a scheduler slice);
 	 * later than this, it was stopped or throttled. */
@@ -90,6 +93,11 @@ void gmp__slice_init(void)
 			"wall clock, so a thread the kernel keeps waiting may "
 			"lose its P: %s\n",
 			sl.off);
+}
+
+bool gmp__slice_cpu(void)
+{
+	return sl.on;
 }
 
 #if GMP__TEST_HOOKS
@@ -304,6 +312,20 @@ bool gmp__slice_detachable(gmp__p *p, int64_t now)
 	if (!ran && !is_awake(p))
 		return true; /* asleep in the kernel */
 	pd->detachwhen = relook(p, now, pd->graceused - pd->used);
+	return false;
+}
+
+bool gmp__slice_syscall_blocks(gmp__p *p, int64_t now)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	if (!sl.on)
+		return true;
+	if (now < pd->syslook)
+		return false;
+	if (!is_awake(p))
+		return true;
+	int64_t lasted = now - pd->syscallwhen;
+	pd->syslook = now + (lasted > SYSLOOK_MIN_NS ? lasted : SYSLOOK_MIN_NS);
 	return false;
 }
 

@@ -1,6 +1,6 @@
 /* Time slices judged on the CPU time a task's thread receives (slice.c,
- * design.md §37.7): what sysmon's retake asks before it ends a slice or
- * detaches a P. All of it runs on
+ * design.md §37.7): what sysmon's retake asks before it ends a slice,
+ * detaches a P or retakes one from a system call. All of it runs on
  * sysmon, and reads and writes p->sysmontick, sysmon's own record. */
 #ifndef GMP_SLICE_H
 #define GMP_SLICE_H
@@ -12,6 +12,9 @@
  * are measured on the wall clock, as they were before, and with GMP_DEBUG
  * set it says why on stderr. */
 void gmp__slice_init(void);
+
+/* Whether sysmon looks at threads (else slices are wall-clock ones). */
+bool gmp__slice_cpu(void);
 
 /* A new slice on p (retake saw a new schedtick). */
 void gmp__slice_begin(gmp__p *p, int64_t now);
@@ -33,6 +36,13 @@ void gmp__slice_asked(gmp__p *p, int64_t now, int64_t grace);
  * without reaching a switch point, or sleeps in the kernel; if the kernel keeps
  * it waiting (or it is stopped) it keeps p, and the next look is set. */
 bool gmp__slice_detachable(gmp__p *p, int64_t now);
+
+/* Go's rules would retake p from its task's system call: whether the call
+ * really blocks (its thread sleeps in the kernel). A thread the kernel
+ * runs, or keeps waiting for a CPU, inside the call is not blocked: p is
+ * left to it, and looked at again after as long as the call has lasted.
+ * The caller must not hold the task's SCAN bit: this reads /proc. */
+bool gmp__slice_syscall_blocks(gmp__p *p, int64_t now);
 
 /* When the slice on p, not yet asked to end, wants sysmon's next look. */
 int64_t gmp__slice_next(const gmp__p *p);

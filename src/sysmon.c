@@ -7,7 +7,8 @@
  * (preempt.c, design.md §37); where it can look at the thread, both are
  * CPU time, the millisecond two, and a thread the kernel keeps waiting is
  * not at fault (slice.c, design.md §37.7); a P whose task sits in a
- * syscall is retaken by Go's rules (retake); a sleep of its own that
+ * syscall is retaken by Go's rules (retake), unless the kernel runs the
+ * call or keeps it waiting for a CPU; a sleep of its own that
  * comes back far too late (the process stopped or throttled) counts
  * against nobody; it polls the network if nobody has for 10 ms,
  * starts an idle P for a timer overdue on a busy one, makes the poller's
@@ -191,6 +192,7 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 		    (pd->syscalltick != st || pd->syscallwhen == 0)) {
 			pd->syscalltick = st;
 			pd->syscallwhen = now;
+			pd->syslook = 0;
 			gmp__syscall_resume(g);
 			continue;
 		}
@@ -204,6 +206,20 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 		    pd->syscallwhen + FORCE_PREEMPT_NS > now) {
 			gmp__syscall_resume(g);
 			continue;
+		}
+		/* A call the kernel runs, or keeps waiting for a CPU, is not
+		 * blocked (a send preempted inside the kernel): leave the P
+		 * to it (slice.h). The look reads /proc, so the call is let
+		 * go meanwhile, and must be the same call after. */
+		if (!sysretake && !retiring && gmp__slice_cpu()) {
+			gmp__syscall_resume(g);
+			if (!gmp__slice_syscall_blocks(p, now) ||
+			    !gmp__block_on_exit_syscall(p, &g, &m))
+				continue;
+			if (gmp__load32_rlx(&p->syscalltick) != st) {
+				gmp__syscall_resume(g);
+				continue;
+			}
 		}
 		gmp__syscall_takep(m, p);
 		gmp__syscall_resume(g);

@@ -1079,6 +1079,76 @@ static void test_preempt_busy_unwrapped_pipe_read_loses_its_p(void **s)
 	unwrapped_pipe_read(true);
 }
 
+/* ---- the syscall side: a call the kernel runs is not blocked --------------------------- */
+
+/* A task inside the syscall bracket that computes (its thread running,
+ * or waiting for a CPU, as a send the kernel preempted would) keeps its
+ * P: no retake. One that sleeps in the kernel loses it, by Go's rules. */
+static atomic_long side_rounds;
+
+static void side_yielder(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&side_stop)) {
+		atomic_fetch_add(&side_rounds, 1);
+		gmp_yield();
+	}
+}
+
+static int syscall_running_main(void *arg)
+{
+	uint64_t steps = *(uint64_t *)arg;
+	uint64_t x = 1;
+	for (int i = 0; i < 20; i++) {
+		gmp_enter_syscall();
+		x = lcg(x, steps); /* 2 ms of CPU, runnable all along */
+		gmp_exit_syscall();
+		gmp_yield();
+	}
+	T_ASSERT(x != 0);
+	atomic_store(&side_stop, 1);
+	return 0;
+}
+
+static void test_preempt_syscall_running_keeps_its_p(void **s)
+{
+	(void)s;
+	init_procs(1);
+	skip_without_cpu_slices();
+	uint64_t steps = steps_per(2000);
+	atomic_store(&side_stop, 0);
+	assert_true(gmp_go(side_yielder, NULL) > 0);
+	assert_int_equal(gmp_main(syscall_running_main, &steps), 0);
+	gmp_stats st = tu_stats();
+	fprintf(stderr, "%llu retakes\n", (unsigned long long)st.retakes);
+	assert_int_equal(st.retakes, 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+static int syscall_blocked_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		long before = atomic_load(&side_rounds);
+		tu_syscall_sleep(20 * MS, false);
+		/* The P was retaken and the yielder ran meanwhile. */
+		T_ASSERT(atomic_load(&side_rounds) > before);
+	}
+	atomic_store(&side_stop, 1);
+	return 0;
+}
+
+static void test_preempt_syscall_blocked_loses_its_p(void **s)
+{
+	(void)s;
+	init_procs(1);
+	atomic_store(&side_stop, 0);
+	assert_true(gmp_go(side_yielder, NULL) > 0);
+	assert_int_equal(gmp_main(syscall_blocked_main, NULL), 0);
+	assert_true(tu_stats().retakes >= 5);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 /* ---- stopped and throttled: no P is detached for the time nothing ran -------------- */
 
 /* What a child that ran the runtime under stops or a CPU quota saw. */
@@ -1418,6 +1488,8 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_busy_hog_still_detached),
 	cmocka_unit_test(test_preempt_unwrapped_pipe_read_loses_its_p),
 	cmocka_unit_test(test_preempt_busy_unwrapped_pipe_read_loses_its_p),
+	cmocka_unit_test(test_preempt_syscall_running_keeps_its_p),
+	cmocka_unit_test(test_preempt_syscall_blocked_loses_its_p),
 	cmocka_unit_test(test_preempt_sigstop_detaches_nothing),
 	cmocka_unit_test(test_preempt_cgroup_throttled_detaches_nothing),
 	cmocka_unit_test(test_preempt_without_proc_slices_are_wall_clock))
