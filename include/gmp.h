@@ -4,9 +4,10 @@
  * tasks with gmp_go(); they are multiplexed over at most `maxprocs` running
  * threads, spread by work stealing. A task gives up its thread only at a
  * switch point (gmp_yield, gmp_preempt_point, a blocking libgmp call, or
- * its end); one that runs past its 10 ms time slice without reaching one
- * loses its P to the other tasks and runs on, on the same thread, until
- * its next libgmp call takes a P back (design.md §13). Wrap
+ * its end); one that runs past its time slice (10 ms of CPU time; time
+ * spent waiting for a CPU does not count) without reaching one loses its
+ * P to the other tasks and runs on, on the same thread, until its next
+ * libgmp call takes a P back (design.md §13). Wrap
  * blocking system calls in gmp_enter_syscall()/gmp_exit_syscall() so the
  * runtime can run other tasks meanwhile.
  *
@@ -158,13 +159,18 @@ GMP_EXTERN int64_t gmp_self(void);
 /* The running task, or NULL outside a task. Never switches. */
 GMP_EXTERN gmp_g *gmp_current(void);
 
-/* Yields if sysmon asked this task to (its time slice has lasted 10 ms).
- * Costs one thread-local load when nothing is pending: call it in long
- * loops that have no other switch point, to keep scheduling fair.
+/* Yields if sysmon asked this task to (its time slice has lasted 10 ms of
+ * CPU time: time its thread spent waiting for a CPU, on a busy machine,
+ * does not count; design.md §13.3). Costs one thread-local load when
+ * nothing is pending: call it in long loops that have no other switch
+ * point, to keep scheduling fair.
  *
- * A task that never reaches a switch point is not stuck with its P: 1 ms
- * after the request sysmon detaches the P and gives it to another thread
- * (design.md §13, unless GMP_PREEMPT=off). The task is not interrupted;
+ * A task that never reaches a switch point is not stuck with its P: a
+ * millisecond after the request (2 ms of its CPU time, where the kernel
+ * can tell) sysmon detaches the P and gives it to another thread
+ * (design.md §13, unless GMP_PREEMPT=off); a task that reaches one within
+ * a millisecond of CPU time is never detached, however long the kernel
+ * keeps it from running. The task is not interrupted;
  * it runs on, on the same thread, and its next libgmp call that needs a P
  * takes one back, waiting if none is free. gmp_stats.detaches counts
  * these; a yield here is the cheaper way to the same fairness. */

@@ -105,6 +105,17 @@ void gmp__preempt_force_barrier(int kind);
  * slow to finish it in 10 ms. Call it only while the runtime is off. */
 void gmp__preempt_set_slice(int64_t ns);
 
+/* slice.c: why sysmon judges slices on the wall clock (it cannot look at
+ * threads here), or NULL when it judges them on CPU time; and the stalls
+ * it noticed (sleeps that came back far later than asked: the process
+ * stopped or throttled) and their total length. threadstat_linux.c: from
+ * the next gmp_init on, read thread states from dir/TID/stat instead of
+ * /proc/self/task (a missing dir stands for a restricted /proc); NULL
+ * restores the default. Call it only while the runtime is off. */
+const char *gmp__slice_off_reason(void);
+void gmp__slice_stalls(uint64_t *n, uint64_t *ns);
+void gmp__threadstat_proc_set(const char *dir);
+
 /* timer.c: checks p's heap (p's timer lock taken): the heap order, each
  * slot's copy of its timer's deadline, each timer's idx and p, and the
  * lock-free mirror of the earliest deadline; aborts naming what is wrong.

@@ -297,6 +297,19 @@ struct gmp__p {
 		 * yield, and when sysmon may detach the P if it has not
 		 * yielded by then (0: not asked yet); preempt.h */
 		int64_t slice, detachwhen;
+		/* The slice judged on CPU time (slice.c): the M whose thread
+		 * the readings are of (NULL: none yet in this slice); its CPU
+		 * clock at the last reading, and when that was; the CPU time
+		 * the slice had used by then (before the first reading: the
+		 * wall time, as if it had run all along); the figure `used`
+		 * reaches when the task, asked to yield, has had its grace
+		 * period; when the thread is looked at next; and when a
+		 * system call's thread is looked at next. wall: this slice is
+		 * judged on the wall clock (GMP_DEBUG=randomize=1 picks half
+		 * the slices at random). */
+		gmp__m *lookm;
+		int64_t cpu, cpuwhen, used, graceused, lookwhen, syslook;
+		bool wall;
 	} sysmontick;
 
 	/* Dead Gs with stacks, for reuse; owner (batches move to and from

@@ -1,7 +1,7 @@
 /* The operating-system interface of the scheduler: futexes, clocks,
  * sleeping and yielding, thread creation and signal masks, the CPU count
  * and the cgroup quota, the page size and memory advice. Linux's answers
- * live in os_linux.c and cgroup_linux.c, and the scheduler's own code
+ * live in os_linux.c, cgroup_linux.c and threadstat_linux.c, and the scheduler's own code
  * (sched.c, sysmon.c, lock.c, thread.c, ...) reaches the kernel only
  * through them and pthreads (and a write(2) for gmp__throw). The parts
  * whose subject is a kernel object call the kernel themselves: the
@@ -96,5 +96,16 @@ int gmp__membarrier_init(void);
 void gmp__membarrier(void);
 int gmp__flushwrites_init(void);
 void gmp__flushwrites(void);
+
+/* Another thread of this process, as the kernel sees it (sysmon's look at
+ * the thread behind a P: slice.c; threadstat_linux.c). gmp__thread_cputime
+ * reads the CPU time thread tid has run (its CPU clock), in ns: 0 or
+ * -errno (-EINVAL once the thread is gone). gmp__thread_state returns its
+ * state letter from /proc ('R' running or waiting for a CPU, 'S' or 'D'
+ * asleep in the kernel, 'T' or 't' stopped, ...), or -errno where /proc
+ * cannot tell (not mounted, restricted). Each is a system call or three;
+ * neither changes errno. */
+int gmp__thread_cputime(pid_t tid, int64_t *ns);
+int gmp__thread_state(pid_t tid);
 
 #endif

@@ -134,7 +134,7 @@ int64_t gmp__preempt_grace(void)
 
 /* ---- sysmon's side -------------------------------------------------------- */
 
-bool gmp__preempt_detach(gmp__p *p)
+bool gmp__preempt_detach(gmp__p *p, uint32_t schedtick)
 {
 	if (pre.barrier == BARRIER_NONE)
 		return false;
@@ -160,12 +160,15 @@ bool gmp__preempt_detach(gmp__p *p)
 	bool out = gmp__load8_acq(&g->inrt) == 0;
 	/* With the claim held and the thread in its own code, none of these
 	 * can change under us: only the thread itself changes them, from
-	 * inside the runtime, where it would see the claim first. */
+	 * inside the runtime, where it would see the claim first. The
+	 * schedtick is the slice sysmon judged: a task that answered (or a
+	 * new one) since is not the one that ran too long. */
 	bool same = gmp__loadp_rlx(&p->m) == m && gmp__loadp_rlx(&m->p) == p &&
 		    gmp__loadp_rlx(&m->curg) == g &&
 		    gmp__loadp_rlx(&g->m) == m &&
 		    gmp__load32_rlx(&g->status) == GMP__G_RUNNING &&
-		    gmp__load32_rlx(&p->status) == GMP__P_RUNNING;
+		    gmp__load32_rlx(&p->status) == GMP__P_RUNNING &&
+		    gmp__load32_rlx(&p->schedtick) == schedtick;
 	/* full: races the thread's refusal (CLAIM -> NONE); one wins */
 	if (!out || !same ||
 	    !gmp__cas8_full(&g->detach, GMP__DETACH_CLAIM,

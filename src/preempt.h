@@ -180,8 +180,10 @@ static inline bool gmp__inrt(const gmp_g *g)
 void gmp__preempt_init(void);
 
 /* sysmon: tries to take p from the task that runs on it (design.md §37.2
- * says when sysmon asks). Returns true if it did and handed p off. */
-bool gmp__preempt_detach(gmp__p *p);
+ * says when sysmon asks), if the slice running there is still the one
+ * sysmon judged (p->schedtick == schedtick; §37.3). Returns true if it did
+ * and handed p off. */
+bool gmp__preempt_detach(gmp__p *p, uint32_t schedtick);
 
 /* sysmon: how long the slice just seen on a P may last before its task
  * is asked to yield, and how long after that sysmon waits before it

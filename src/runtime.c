@@ -23,6 +23,7 @@
 #include "runtime.h"
 #include "scheduler.h"
 #include "signals.h"
+#include "slice.h"
 #include "stack.h"
 #include "sysmon.h"
 #include "uring.h"
@@ -259,6 +260,7 @@ static int init(const gmp_config *cfg)
 	gmp__sigmask_save();
 	gmp__stack_init();
 	gmp__preempt_init(); /* before sysmon, which detaches */
+	gmp__slice_init();   /* and judges slices */
 	err = gmp__sched_start(maxprocs, max_threads);
 	/* The poller exists from the start: an idle M sleeps in it until the
 	 * next timer, so timers must never find it missing (timer.h). */

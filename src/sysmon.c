@@ -4,8 +4,13 @@
  * 10 ms while it finds nothing to do, it looks at every P: a task whose
  * slice has lasted 10 ms is asked to yield (its thread's preempt flag and
  * the P's), and 1 ms later, if someone could use its P, detached from it
- * (preempt.c, design.md §37); a P whose task sits in a syscall is retaken
- * by Go's rules (retake); it polls the network if nobody has for 10 ms,
+ * (preempt.c, design.md §37); where it can look at the thread, both are
+ * CPU time, the millisecond two, and a thread the kernel keeps waiting is
+ * not at fault (slice.c, design.md §37.7); a P whose task sits in a
+ * syscall is retaken by Go's rules (retake), unless the kernel runs the
+ * call or keeps it waiting for a CPU; a sleep of its own that
+ * comes back far too late (the process stopped or throttled) counts
+ * against nobody; it polls the network if nobody has for 10 ms,
  * starts an idle P for a timer overdue on a busy one, makes the poller's
  * deferred checks (pollfd_recheck.c), runs the free lists' sweep (g.c),
  * and prints schedtrace. When every P is idle it sleeps deeply on
@@ -25,6 +30,7 @@
 #include "preempt.h"
 #include "runq.h"
 #include "scheduler.h"
+#include "slice.h"
 #include "syscall.h"
 #include "sysmon.h"
 #include "thread.h"
@@ -138,7 +144,10 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 			pd->schedwhen = now;
 			pd->slice = gmp__preempt_slice();
 			pd->detachwhen = 0;
-		} else if (pd->schedwhen + pd->slice <= now) {
+			gmp__slice_begin(p, now);
+		} else if (pd->detachwhen != 0 || gmp__slice_ended(p, now)) {
+			/* asked already, or its slice (of CPU time, where
+			 * sysmon can tell: slice.h) has ended now */
 			over = true;
 		}
 		if (over) {
@@ -152,19 +161,23 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 			 * (gmp_exit_syscall), which ends the slice. */
 			sysretake = true;
 			/* A running task that has not answered once the
-			 * grace period has passed loses its P. */
-			if (pd->detachwhen == 0)
-				pd->detachwhen = now + gmp__preempt_grace();
+			 * grace period has passed loses its P, unless the
+			 * kernel kept it from answering (slice.h). */
+			if (pd->detachwhen == 0) {
+				int64_t grace = gmp__preempt_grace();
+				pd->detachwhen = now + grace;
+				gmp__slice_asked(p, now, grace);
+			}
 			if (pd->detachwhen <= now &&
 			    (retiring || p_wanted(p)) &&
-			    gmp__preempt_detach(p)) {
+			    (retiring || gmp__slice_detachable(p, now)) &&
+			    gmp__preempt_detach(p, t)) {
 				pd->schedwhen = 0; /* a new slice for the P */
 				n++;
 				continue;
 			}
 		}
-		int64_t want = over ? pd->detachwhen
-				    : pd->schedwhen + pd->slice;
+		int64_t want = over ? pd->detachwhen : gmp__slice_next(p);
 		if (want > now && (*next == 0 || want < *next))
 			*next = want;
 
@@ -179,6 +192,7 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 		    (pd->syscalltick != st || pd->syscallwhen == 0)) {
 			pd->syscalltick = st;
 			pd->syscallwhen = now;
+			pd->syslook = 0;
 			gmp__syscall_resume(g);
 			continue;
 		}
@@ -192,6 +206,20 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 		    pd->syscallwhen + FORCE_PREEMPT_NS > now) {
 			gmp__syscall_resume(g);
 			continue;
+		}
+		/* A call the kernel runs, or keeps waiting for a CPU, is not
+		 * blocked (a send preempted inside the kernel): leave the P
+		 * to it (slice.h). The look reads /proc, so the call is let
+		 * go meanwhile, and must be the same call after. */
+		if (!sysretake && !retiring && gmp__slice_cpu()) {
+			gmp__syscall_resume(g);
+			if (!gmp__slice_syscall_blocks(p, now) ||
+			    !gmp__block_on_exit_syscall(p, &g, &m))
+				continue;
+			if (gmp__load32_rlx(&p->syscalltick) != st) {
+				gmp__syscall_resume(g);
+				continue;
+			}
 		}
 		gmp__syscall_takep(m, p);
 		gmp__syscall_resume(g);
@@ -370,6 +398,8 @@ static void *sysmon_main(void *arg)
 		if (gmp__notetsleep(&sm.stopnote, ask))
 			break;
 		int64_t now = gmp__nanotime();
+		/* Far later than asked: stopped or throttled (slice.h)? */
+		gmp__slice_stalled(ask, now - before - ask, now);
 		if (delay <= 160) {
 			/* Clamped to 10 µs, half the shortest period: a
 			 * stall (sysmon descheduled) must not make every

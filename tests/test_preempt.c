@@ -8,7 +8,10 @@
  * is off and the case skips, saying why. */
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include "gmp_test.h"
 
@@ -722,6 +725,744 @@ static void test_preempt_stress_randomized_p2(void **s)
 	stress(2);
 }
 
+/* ---- a busy machine (design.md §13.3) --------------------------------------------- */
+
+/* The cases below make the machine busy themselves: as many spinning
+ * processes as CPUs, which die with the test (PR_SET_PDEATHSIG) if it is
+ * killed. Beside maxprocs runtime threads that compute, the CPUs are then
+ * oversubscribed about twice. They need sysmon to look at threads (their
+ * CPU clocks and states); where it cannot, slices are wall-clock ones and
+ * they skip, saying why. */
+
+static int cpus_here(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+enum { MAX_SPIN = 64 };
+static pid_t spinners[MAX_SPIN];
+static int nspinners;
+
+static void busy_start(void)
+{
+	int n = cpus_here();
+	if (n > MAX_SPIN)
+		n = MAX_SPIN;
+	fflush(NULL);
+	for (nspinners = 0; nspinners < n; nspinners++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (volatile uint64_t x = 0;; x++)
+				;
+		}
+		spinners[nspinners] = pid;
+	}
+}
+
+static void busy_stop(void)
+{
+	for (int i = 0; i < nspinners; i++) {
+		kill(spinners[i], SIGKILL);
+		waitpid(spinners[i], NULL, 0);
+	}
+	nspinners = 0;
+}
+
+static void skip_without_cpu_slices(void)
+{
+	const char *why = gmp__slice_off_reason();
+	if (why) {
+		fprintf(stderr, "slices are wall-clock ones here: %s\n", why);
+		skip();
+	}
+}
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+/* LCG steps in `us` µs of this thread's CPU time, measured before the
+ * machine is made busy (and under a sanitizer or qemu, at their speed). */
+static uint64_t steps_per(int64_t us)
+{
+	uint64_t n = 10000, x = 1;
+	for (;;) {
+		int64_t t0 = thread_cpu_ns();
+		x = lcg(x, n);
+		int64_t t = thread_cpu_ns() - t0;
+		if (t >= 20 * MS) {
+			T_ASSERT(x != 0);
+			uint64_t s = (uint64_t)((double)n * (double)us * 1000 /
+						(double)t);
+			return s ? s : 1;
+		}
+		n *= 2;
+	}
+}
+
+/* Tasks that reach a switch point after every stretch of 100 µs of their
+ * thread's CPU time, counting how many of them run their own code at once
+ * (a task the kernel takes off its CPU mid-stretch stays counted). The
+ * stretch is measured on the thread's CPU clock, in chunks of `steps` LCG
+ * steps (about 10 µs), not counted in steps: on a shared host the same
+ * work takes several times as much CPU time now and then (here: a stretch
+ * of 100 µs at calibration was seen to take 0.6 ms), and the promise is
+ * about CPU time. */
+enum { STRETCH_NS = 100 * 1000 };
+
+struct switcher_run {
+	int ntasks;
+	uint64_t steps;
+	int64_t ms; /* how long they go on, wall-clock */
+	atomic_int running, most;
+	atomic_int stop;
+	uint64_t stretches[8]; /* per task */
+};
+
+static void count_in(struct switcher_run *r)
+{
+	int n = atomic_fetch_add(&r->running, 1) + 1;
+	int m = atomic_load(&r->most);
+	while (n > m && !atomic_compare_exchange_weak(&r->most, &m, n))
+		;
+}
+
+static struct switcher_run *sw_run;
+static gmp_wg sw_wg;
+
+static void switcher(void *arg)
+{
+	struct switcher_run *r = sw_run;
+	uintptr_t i = (uintptr_t)arg;
+	uint64_t x = i + 1, n = 0;
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		count_in(r);
+		int64_t until = thread_cpu_ns() + STRETCH_NS;
+		do
+			x = lcg(x, r->steps);
+		while (thread_cpu_ns() < until);
+		atomic_fetch_sub(&r->running, 1);
+		n++;
+		gmp_preempt_point();
+	}
+	T_ASSERT(x != 0);
+	r->stretches[i] = n;
+	gmp_wg_done(&sw_wg);
+}
+
+static int switchers_main(void *arg)
+{
+	struct switcher_run *r = arg;
+	sw_run = r;
+	memset(&sw_wg, 0, sizeof sw_wg);
+	gmp_wg_add(&sw_wg, r->ntasks);
+	T_ASSERT(r->ntasks <= 8);
+	for (int i = 0; i < r->ntasks; i++)
+		T_ASSERT(gmp_go(switcher, (void *)(uintptr_t)i) > 0);
+	gmp_sleep(r->ms * MS);
+	atomic_store(&r->stop, 1);
+	gmp_wg_wait(&sw_wg);
+	return 0;
+}
+
+/* Every task got to run (the slices end, judged on CPU time). */
+static void check_all_ran(const struct switcher_run *r)
+{
+	for (int i = 0; i < r->ntasks; i++)
+		if (r->stretches[i] == 0) {
+			for (int j = 0; j < r->ntasks; j++)
+				fprintf(stderr, "task %d: %llu stretches\n", j,
+					(unsigned long long)r->stretches[j]);
+			fail_msg("task %d never ran", i);
+		}
+}
+
+/* With the machine oversubscribed twice, tasks that reach a switch point
+ * every 100 µs of CPU time (well within a millisecond) are never
+ * detached, and no more than maxprocs of them run their own code at once. */
+static void busy_switchers(int procs)
+{
+	init_procs(procs);
+	skip_without_cpu_slices();
+	struct switcher_run r = { .ntasks = 2 * procs + 1,
+				  .steps = steps_per(10),
+				  .ms = 2000 };
+	busy_start();
+	int rc = gmp_main(switchers_main, &r);
+	busy_stop();
+	assert_int_equal(rc, 0);
+	gmp_stats s = tu_stats();
+	fprintf(stderr,
+		"procs=%d, %d tasks beside %d spinners for %lld ms: at most "
+		"%d running at once, %llu detaches\n",
+		procs, r.ntasks, cpus_here(), (long long)r.ms,
+		atomic_load(&r.most), (unsigned long long)s.detaches);
+	assert_int_equal(s.detaches, 0);
+	assert_true(atomic_load(&r.most) <= procs);
+	check_all_ran(&r);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+static void test_preempt_busy_switchers_keep_their_p1(void **s)
+{
+	(void)s;
+	busy_switchers(1);
+}
+
+static void test_preempt_busy_switchers_keep_their_p2(void **s)
+{
+	(void)s;
+	busy_switchers(2);
+}
+
+/* A hog on a busy machine is still detached, once it has run its slice of
+ * CPU time (10 ms, and 20 ms of it at the very latest): later in wall
+ * time than on an idle machine, by the share of a CPU it got. The
+ * sleeper beside it waits for that, and then at most as on an idle
+ * machine. */
+struct busy_hog {
+	atomic_int stop;
+	int64_t cpu, wall; /* the hog's thread's CPU time and the wall time,
+			      from its start to its first detach */
+	gmp_wg done;
+};
+
+static void timed_hog(void *arg)
+{
+	struct busy_hog *h = arg;
+	int64_t t0 = tu_now_ns(), c0 = thread_cpu_ns();
+	uint64_t x = 1;
+	while (!atomic_load_explicit(&h->stop, memory_order_relaxed)) {
+		x = lcg(x, 4096);
+		if (!h->wall && gmp__detached()) {
+			h->cpu = thread_cpu_ns() - c0;
+			h->wall = tu_now_ns() - t0;
+		}
+	}
+	T_ASSERT(x != 0);
+	gmp_wg_done(&h->done);
+}
+
+static int busy_hog_main(void *arg)
+{
+	int64_t *r = arg;
+	struct busy_hog h = { 0 };
+	gmp_wg_add(&h.done, 1);
+	T_ASSERT(gmp_go(timed_hog, &h) > 0);
+	for (int i = 0; i < 30; i++) {
+		int64_t t0 = gmp_nanotime();
+		gmp_sleep(10 * MS);
+		int64_t late = gmp_nanotime() - t0 - 10 * MS;
+		if (late > r[0])
+			r[0] = late;
+	}
+	atomic_store(&h.stop, 1);
+	gmp_wg_wait(&h.done);
+	r[1] = h.cpu;
+	r[2] = h.wall;
+	return 0;
+}
+
+static void hog_detached(bool busy)
+{
+	init_procs(1);
+	if (busy)
+		skip_without_cpu_slices();
+	int64_t r[3] = { 0 }; /* worst lateness; the hog's CPU and wall
+				 time to its detach */
+	if (busy)
+		busy_start();
+	int rc = gmp_main(busy_hog_main, r);
+	if (busy)
+		busy_stop();
+	assert_int_equal(rc, 0);
+	uint64_t nd = tu_stats().detaches;
+	fprintf(stderr,
+		"%s: hog detached after %.1f ms of CPU, %.1f ms of wall "
+		"time; worst wake %.1f ms late; %llu detaches\n",
+		busy ? "busy" : "idle", (double)r[1] / 1e6, (double)r[2] / 1e6,
+		(double)r[0] / 1e6, (unsigned long long)nd);
+	assert_true(nd >= 1);
+	assert_true(r[2] > 0);
+	/* Not for waiting: it had run most of its slice... */
+	assert_true(r[1] >= 5 * MS);
+	/* ... and not much more than the slice and its grace (12 ms; the
+	 * rest is sysmon's own looks coming late on a busy machine). */
+	assert_true(r[1] <= 30 * MS * tu_host_slowdown());
+	assert_true(r[0] <= r[2] + wake_bound_ns());
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+static void test_preempt_hog_detached_after_its_cpu_slice(void **s)
+{
+	(void)s;
+	hog_detached(false);
+}
+
+static void test_preempt_busy_hog_still_detached(void **s)
+{
+	(void)s;
+	hog_detached(true);
+}
+
+/* A task blocked in an unwrapped read of an empty pipe sleeps in the
+ * kernel: it loses its P by the wall-clock bound, idle or busy. */
+static int pipe_fds[2];
+
+static void unwrapped_reader(void *arg)
+{
+	gmp_wg *wg = arg;
+	char c;
+	T_ASSERT(read(pipe_fds[0], &c, 1) == 1); /* not wrapped: holds its P */
+	gmp_wg_done(wg);
+}
+
+static int pipe_main(void *arg)
+{
+	int64_t *worst = arg;
+	gmp_wg wg = GMP_WG_INIT;
+	gmp_wg_add(&wg, 1);
+	T_ASSERT(gmp_go(unwrapped_reader, &wg) > 0);
+	for (int i = 0; i < 25; i++) {
+		int64_t t0 = gmp_nanotime();
+		gmp_sleep(10 * MS);
+		int64_t late = gmp_nanotime() - t0 - 10 * MS;
+		if (late > *worst)
+			*worst = late;
+	}
+	T_ASSERT(write(pipe_fds[1], "x", 1) == 1);
+	gmp_wg_wait(&wg);
+	return 0;
+}
+
+static void unwrapped_pipe_read(bool busy)
+{
+	init_procs(1);
+	if (busy)
+		skip_without_cpu_slices();
+	assert_int_equal(pipe(pipe_fds), 0);
+	int64_t worst = 0;
+	if (busy)
+		busy_start();
+	int rc = gmp_main(pipe_main, &worst);
+	if (busy)
+		busy_stop();
+	assert_int_equal(rc, 0);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+	uint64_t nd = tu_stats().detaches;
+	fprintf(stderr, "%s: worst wake %.1f ms late, %llu detaches\n",
+		busy ? "busy" : "idle", (double)worst / 1e6,
+		(unsigned long long)nd);
+	assert_true(worst <= wake_bound_ns());
+	assert_true(nd >= 1);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+static void test_preempt_unwrapped_pipe_read_loses_its_p(void **s)
+{
+	(void)s;
+	unwrapped_pipe_read(false);
+}
+
+static void test_preempt_busy_unwrapped_pipe_read_loses_its_p(void **s)
+{
+	(void)s;
+	unwrapped_pipe_read(true);
+}
+
+/* ---- the syscall side: a call the kernel runs is not blocked --------------------------- */
+
+/* A task inside the syscall bracket that computes (its thread running,
+ * or waiting for a CPU, as a send the kernel preempted would) keeps its
+ * P: no retake. One that sleeps in the kernel loses it, by Go's rules. */
+static atomic_long side_rounds;
+
+static void side_yielder(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&side_stop)) {
+		atomic_fetch_add(&side_rounds, 1);
+		gmp_yield();
+	}
+}
+
+static int syscall_running_main(void *arg)
+{
+	uint64_t steps = *(uint64_t *)arg;
+	uint64_t x = 1;
+	for (int i = 0; i < 20; i++) {
+		gmp_enter_syscall();
+		x = lcg(x, steps); /* 2 ms of CPU, runnable all along */
+		gmp_exit_syscall();
+		gmp_yield();
+	}
+	T_ASSERT(x != 0);
+	atomic_store(&side_stop, 1);
+	return 0;
+}
+
+static void test_preempt_syscall_running_keeps_its_p(void **s)
+{
+	(void)s;
+	init_procs(1);
+	skip_without_cpu_slices();
+	uint64_t steps = steps_per(2000);
+	atomic_store(&side_stop, 0);
+	assert_true(gmp_go(side_yielder, NULL) > 0);
+	assert_int_equal(gmp_main(syscall_running_main, &steps), 0);
+	gmp_stats st = tu_stats();
+	fprintf(stderr, "%llu retakes\n", (unsigned long long)st.retakes);
+	assert_int_equal(st.retakes, 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+static int syscall_blocked_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		long before = atomic_load(&side_rounds);
+		tu_syscall_sleep(20 * MS, false);
+		/* The P was retaken and the yielder ran meanwhile. */
+		T_ASSERT(atomic_load(&side_rounds) > before);
+	}
+	atomic_store(&side_stop, 1);
+	return 0;
+}
+
+static void test_preempt_syscall_blocked_loses_its_p(void **s)
+{
+	(void)s;
+	init_procs(1);
+	atomic_store(&side_stop, 0);
+	assert_true(gmp_go(side_yielder, NULL) > 0);
+	assert_int_equal(gmp_main(syscall_blocked_main, NULL), 0);
+	assert_true(tu_stats().retakes >= 5);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
+/* ---- stopped and throttled: no P is detached for the time nothing ran -------------- */
+
+/* What a child that ran the runtime under stops or a CPU quota saw. */
+struct stopped_report {
+	int most;
+	uint64_t detaches, stalls, stalled_ns;
+	bool cpu_slices;
+};
+
+/* The child: 4 switching tasks at maxprocs 2 for `ms` of wall time; the
+ * report goes to fd. Waits for a byte on go_fd first (the parent moves it
+ * into a cgroup meanwhile), if go_fd >= 0. */
+static void stopped_child(int fd, int go_fd, int64_t ms, uint64_t steps)
+{
+	char c;
+	if (go_fd >= 0 && read(go_fd, &c, 1) != 1)
+		_exit(3);
+	gmp_config cfg = { .maxprocs = 2 };
+	if (gmp_init(&cfg) != 0)
+		_exit(4);
+	struct switcher_run r = { .ntasks = 4, .steps = steps, .ms = ms };
+	if (gmp_main(switchers_main, &r) != 0)
+		_exit(5);
+	struct stopped_report rep = { .most = atomic_load(&r.most),
+				      .detaches = tu_stats().detaches,
+				      .cpu_slices = !gmp__slice_off_reason() };
+	gmp__slice_stalls(&rep.stalls, &rep.stalled_ns);
+	gmp_shutdown();
+	if (write(fd, &rep, sizeof rep) != (ssize_t)sizeof rep)
+		_exit(6);
+	_exit(0);
+}
+
+static void read_report(int fd, pid_t pid, struct stopped_report *rep)
+{
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("child status %#x", status);
+	assert_int_equal(read(fd, rep, sizeof *rep), (ssize_t)sizeof *rep);
+	close(fd);
+}
+
+static void test_preempt_sigstop_detaches_nothing(void **s)
+{
+	(void)s;
+	uint64_t steps = steps_per(10);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		stopped_child(fds[1], -1, 2000, steps);
+	}
+	close(fds[1]);
+	/* Five stops of 150 ms while the tasks run. */
+	int64_t stopped = 0;
+	for (int i = 0; i < 5; i++) {
+		tu_sleep(150 * MS);
+		kill(pid, SIGSTOP);
+		int64_t t0 = tu_now_ns();
+		tu_sleep(150 * MS);
+		stopped += tu_now_ns() - t0;
+		kill(pid, SIGCONT);
+	}
+	struct stopped_report rep;
+	read_report(fds[0], pid, &rep);
+	fprintf(stderr,
+		"stopped %.0f ms in all: sysmon noticed %llu stalls, %.0f ms; "
+		"at most %d running, %llu detaches\n",
+		(double)stopped / 1e6, (unsigned long long)rep.stalls,
+		(double)rep.stalled_ns / 1e6, rep.most,
+		(unsigned long long)rep.detaches);
+	/* sysmon saw its sleeps come back late by most of the stopped time
+	 * (a stop that catches it awake, between two sleeps, it cannot). */
+	assert_true(rep.stalls >= 1);
+	assert_true(rep.stalled_ns >= (uint64_t)stopped / 2);
+	assert_true(rep.most <= 2);
+	if (!rep.cpu_slices) {
+		fprintf(stderr, "slices are wall-clock ones here\n");
+		skip();
+	}
+	assert_int_equal(rep.detaches, 0);
+}
+
+/* The same under a CPU quota of 0.2 CPU (20 ms in every 100 ms), where a
+ * cgroup with the cpu controller can be made: cgroup v2 (cpu.max) or v1
+ * (cpu.cfs_quota_us). Every thread, sysmon included, stops for 80 ms in
+ * every 100. */
+struct cg {
+	char dir[600];
+	int version;
+};
+
+static bool write_file(const char *dir, const char *name, const char *text)
+{
+	char path[700];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok;
+}
+
+static long long read_stat(const char *dir, const char *key)
+{
+	char path[700], line[256];
+	snprintf(path, sizeof path, "%s/cpu.stat", dir);
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+	size_t n = strlen(key);
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, key, n) && line[n] == ' ')
+			v = atoll(line + n + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Our cgroup's directory in the hierarchy that has the cpu controller:
+ * mountinfo gives the mount (fstype cgroup2, or cgroup with the cpu
+ * option) and its root, /proc/self/cgroup our path in it. */
+static bool own_cgroup(int version, char *dir, size_t size)
+{
+	char line[1024], mnt[512] = "", root[512] = "", path[512] = "";
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	while (f && fgets(line, sizeof line, f)) {
+		char r[512], m[512], fs[64], src[256], opts[512];
+		/* id parent maj:min root mount opts [tags] - fstype src super */
+		char *dash = strstr(line, " - ");
+		if (!dash ||
+		    sscanf(line, "%*s %*s %*s %511s %511s", r, m) != 2 ||
+		    sscanf(dash + 3, "%63s %255s %511s", fs, src, opts) != 3)
+			continue;
+		bool cpu = false;
+		for (char *o = strtok(opts, ","); o; o = strtok(NULL, ","))
+			cpu |= !strcmp(o, "cpu");
+		if ((version == 2 && !strcmp(fs, "cgroup2")) ||
+		    (version == 1 && !strcmp(fs, "cgroup") && cpu)) {
+			snprintf(mnt, sizeof mnt, "%s", m);
+			snprintf(root, sizeof root, "%s", r);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!mnt[0])
+		return false;
+	f = fopen("/proc/self/cgroup", "r");
+	while (f && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *c1 = strchr(line, ':'),
+		     *c2 = c1 ? strchr(c1 + 1, ':') : 0;
+		if (!c2)
+			continue;
+		*c2 = 0;
+		bool ours = false;
+		if (version == 2)
+			ours = !strcmp(line, "0") && c1[1] == 0;
+		else
+			for (char *o = strtok(c1 + 1, ","); o;
+			     o = strtok(NULL, ","))
+				ours |= !strcmp(o, "cpu");
+		if (ours)
+			snprintf(path, sizeof path, "%s", c2 + 1);
+	}
+	if (f)
+		fclose(f);
+	if (!path[0])
+		return false;
+	const char *rel = path;
+	size_t rl = strlen(root);
+	if (strcmp(root, "/") && !strncmp(path, root, rl))
+		rel = path + rl;
+	snprintf(dir, size, "%s%s", mnt, strcmp(rel, "/") ? rel : "");
+	return true;
+}
+
+/* Makes a child cgroup with a quota of 20 ms in every 100 ms; false, with
+ * why, if no hierarchy here lets us. */
+static bool quota_cgroup(struct cg *cg, char *why, size_t size)
+{
+	char base[512];
+	why[0] = 0;
+	for (int version = 2; version >= 1; version--) {
+		if (!own_cgroup(version, base, sizeof base)) {
+			snprintf(why + strlen(why), size - strlen(why),
+				 "%sno cgroup v%d hierarchy with cpu",
+				 why[0] ? "; " : "", version);
+			continue;
+		}
+		snprintf(cg->dir, sizeof cg->dir, "%s/gmp-test-%d", base,
+			 (int)getpid());
+		if (mkdir(cg->dir, 0755) != 0) {
+			snprintf(why + strlen(why), size - strlen(why),
+				 "%scannot make %s: %s", why[0] ? "; " : "",
+				 cg->dir, strerror(errno));
+			continue;
+		}
+		bool ok =
+			version == 2
+				? write_file(cg->dir, "cpu.max", "20000 100000")
+				: write_file(cg->dir, "cpu.cfs_period_us",
+					     "100000") &&
+					  write_file(cg->dir,
+						     "cpu.cfs_quota_us",
+						     "20000");
+		if (ok) {
+			cg->version = version;
+			return true;
+		}
+		snprintf(why + strlen(why), size - strlen(why),
+			 "%scannot set a quota in %s (v%d has no cpu "
+			 "controller there?)",
+			 why[0] ? "; " : "", cg->dir, version);
+		rmdir(cg->dir);
+	}
+	return false;
+}
+
+static void test_preempt_cgroup_throttled_detaches_nothing(void **s)
+{
+	(void)s;
+	struct cg cg;
+	char why[1024];
+	if (!quota_cgroup(&cg, why, sizeof why)) {
+		fprintf(stderr, "no writable cgroup with a CPU quota: %s\n",
+			why);
+		skip();
+	}
+	uint64_t steps = steps_per(10);
+	int fds[2], go[2];
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(go), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		close(go[1]);
+		stopped_child(fds[1], go[0], 1500, steps);
+	}
+	close(fds[1]);
+	close(go[0]);
+	char num[32];
+	snprintf(num, sizeof num, "%d", (int)pid);
+	bool moved = write_file(cg.dir, "cgroup.procs", num);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	close(go[1]);
+	struct stopped_report rep;
+	read_report(fds[0], pid, &rep);
+	long long nthr = read_stat(cg.dir, "nr_throttled");
+	long long thr = read_stat(cg.dir, cg.version == 2 ? "throttled_usec"
+							  : "throttled_time");
+	rmdir(cg.dir);
+	fprintf(stderr,
+		"cgroup v%d: throttled %lld times (%lld %s); sysmon noticed "
+		"%llu stalls, %.0f ms; at most %d running, %llu detaches\n",
+		cg.version, nthr, thr, cg.version == 2 ? "µs" : "ns",
+		(unsigned long long)rep.stalls, (double)rep.stalled_ns / 1e6,
+		rep.most, (unsigned long long)rep.detaches);
+	assert_true(moved);
+	assert_true(nthr > 0);
+	assert_true(rep.most <= 2);
+	if (!rep.cpu_slices) {
+		fprintf(stderr, "slices are wall-clock ones here\n");
+		skip();
+	}
+	assert_int_equal(rep.detaches, 0);
+}
+
+/* ---- where sysmon cannot look --------------------------------------------------- */
+
+/* Without thread states (here: /proc made to look missing), slices are
+ * wall-clock ones, GMP_DEBUG says so, and a hog still loses its P. */
+static void wall_clock_child(void *arg)
+{
+	(void)arg;
+	gmp__threadstat_proc_set("/nonexistent/proc/task");
+	setenv("GMP_DEBUG", "sigquit=0", 1);
+	gmp_config c = { .maxprocs = 1 };
+	if (gmp_init(&c) != 0)
+		_exit(3);
+	const char *why = gmp__slice_off_reason();
+	if (!why || !strstr(why, "/proc"))
+		_exit(4);
+	if (gmp__preempt_off_reason())
+		_exit(0); /* no barrier: nothing more to see */
+	struct sleeper_run r = { .nhogs = 1, .rounds = 10 };
+	if (gmp_main(sleeper_main, &r) != 0)
+		_exit(5);
+	if (tu_stats().detaches < 1 || r.worst_ns > wake_bound_ns())
+		_exit(6);
+	gmp_shutdown();
+	_exit(0);
+}
+
+static void test_preempt_without_proc_slices_are_wall_clock(void **s)
+{
+	(void)s;
+	char err[4096];
+	int status = tu_run_child(wall_clock_child, NULL, err, sizeof err);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("child status %#x, stderr:\n%s", status, err);
+	if (!strstr(err, "gmp: preemption: time slices are measured on the "
+			 "wall clock"))
+		fail_msg("GMP_DEBUG did not say slices are wall-clock:\n%s",
+			 err);
+}
+
 GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_p1_one_hog),
 	cmocka_unit_test(test_preempt_p1_three_hogs),
@@ -740,4 +1481,15 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_without_a_barrier_detaching_is_off),
 	cmocka_unit_test(test_preempt_shootdown_barrier),
 	cmocka_unit_test(test_preempt_stress_randomized_p1),
-	cmocka_unit_test(test_preempt_stress_randomized_p2))
+	cmocka_unit_test(test_preempt_stress_randomized_p2),
+	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p1),
+	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p2),
+	cmocka_unit_test(test_preempt_hog_detached_after_its_cpu_slice),
+	cmocka_unit_test(test_preempt_busy_hog_still_detached),
+	cmocka_unit_test(test_preempt_unwrapped_pipe_read_loses_its_p),
+	cmocka_unit_test(test_preempt_busy_unwrapped_pipe_read_loses_its_p),
+	cmocka_unit_test(test_preempt_syscall_running_keeps_its_p),
+	cmocka_unit_test(test_preempt_syscall_blocked_loses_its_p),
+	cmocka_unit_test(test_preempt_sigstop_detaches_nothing),
+	cmocka_unit_test(test_preempt_cgroup_throttled_detaches_nothing),
+	cmocka_unit_test(test_preempt_without_proc_slices_are_wall_clock))

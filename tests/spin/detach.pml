@@ -37,7 +37,13 @@
  * Checked: the P is used by at most one party at any instant (every use
  * asserts it is the owner and alone), and when all are done the P is in
  * exactly one place (with the Task, attached, or on the idle list with
- * the Task detached): none lost.
+ * the Task detached): none lost. And Sysmon detaches only the slice it
+ * judged: it reads the P's schedtick at its racy look and checks it again
+ * after the barrier, while a Task call may end the slice (a plain store
+ * of the schedtick inside the runtime, through the store buffer), so a
+ * task that answered in the meantime, or the next one, is never taken for
+ * the one that ran too long (sysmon judges a slice a while before it
+ * detaches, and may lose its CPU in between).
  *
  * Reachability: -DREACH_DETACH and -DREACH_REACQUIRE assert false where
  * Sysmon commits a detach and where the detached Task takes a P back, so
@@ -48,7 +54,8 @@
  * (Sysmon reads the mark without the barrier), BUG_SYSMON_PLAIN_COMMIT
  * (Sysmon commits with a store, not a CAS), BUG_TASK_PLAIN_REFUSE (the
  * Task refuses a claim with a store, not a CAS), BUG_TASK_NO_CHECK (the
- * Task uses its P without reading the detach word).
+ * Task uses its P without reading the detach word), BUG_NO_TICK_CHECK
+ * (Sysmon does not look at the schedtick again after the barrier).
  */
 
 #ifndef NT
@@ -75,13 +82,20 @@
 
 byte inrt = 0;          /* the Task's mark, as memory holds it: 0 while
                            it runs its own code */
+byte tick = 0;          /* the P's schedtick, as memory holds it */
+byte slice = 0;         /* the slice the Task is in (its own view, which
+                           its buffered stores reach memory from) */
+byte judged;            /* the schedtick Sysmon judged too long */
 byte det = NONE;        /* the detach word */
 byte owner = TASK;      /* who holds the P */
 bool pidle = false;     /* the P is on the idle list */
 byte inuse = 0;         /* parties using the P right now */
 byte ndone = 0;
 
-chan sb = [3] of { byte };  /* the Task's store buffer: values of inrt */
+/* The Task's store buffer: (variable, value) pairs, FIFO. */
+#define INRT 0
+#define TICK 1
+chan sb = [4] of { byte, byte };
 
 /* One use of the P by party `who`: it must hold it and be alone. Two
  * steps, so that two overlapping uses are an interleaving SPIN sees. */
@@ -92,11 +106,20 @@ inline use_p(who)
 }
 
 /* The Task's store buffer drains one entry at a time, whenever. */
+inline drain_one()
+{
+	sb?v,x;
+	if
+	:: v == INRT -> inrt = x
+	:: else -> tick = x
+	fi
+}
+
 active proctype Drain()
 {
-	byte x;
+	byte v, x;
 end:	do
-	:: atomic { nempty(sb) -> sb?x; inrt = x }
+	:: atomic { nempty(sb) -> drain_one() }
 	od
 }
 
@@ -108,7 +131,7 @@ proctype Task()
 		/* Its own code ran; now a call into the runtime that needs
 		 * its P. The mark (plain store) goes into the buffer, and the
 		 * load of the detach word may overtake it. */
-		sb!1;
+		sb!INRT,1;
 #ifdef BUG_TASK_NO_CHECK
 		d = NONE;
 #else
@@ -144,12 +167,22 @@ check:		if
 #ifdef REACH_REACQUIRE
 			assert(false);
 #endif
+			/* a P taken back starts a new slice */
+			slice++;
+			sb!TICK,slice;
 			atomic { empty(sb) -> det = NONE };
 			d = NONE
 		fi;
 		use_p(TASK);
+		/* The call may end the slice (a yield, a park: the scheduler
+		 * runs the next one), with a plain store of the P's schedtick,
+		 * inside the runtime. */
+		if
+		:: slice++; sb!TICK,slice
+		:: skip
+		fi;
 		/* back to its own code: store-release of the mark */
-		sb!0;
+		sb!INRT,0;
 		n++
 	:: else -> break
 	od;
@@ -158,15 +191,16 @@ check:		if
 
 proctype Sysmon()
 {
-	byte u, x, n = 0;
+	byte u, v, x, n = 0;
 	bool ok;
 	do
 	:: n < NS ->
 		n++;
 		/* Racy look (the slice has lasted too long): the P is held
-		 * by the task's M and nobody claims the task. */
+		 * by the task's M and nobody claims the task; the slice is
+		 * the P's schedtick as read now. */
 		if
-		:: owner == TASK && det == NONE -> skip
+		:: owner == TASK && det == NONE -> judged = tick
 		:: else -> goto next
 		fi;
 		atomic {
@@ -183,12 +217,20 @@ proctype Sysmon()
 		/* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) */
 		atomic {
 			do
-			:: nempty(sb) -> sb?x; inrt = x
+			:: nempty(sb) -> drain_one()
 			:: empty(sb) -> break
 			od
 		};
 #endif
 		u = inrt;
+#ifndef BUG_NO_TICK_CHECK
+		/* With the thread in its own code, the P's schedtick holds
+		 * still: another slice than the one judged backs off too. */
+		if
+		:: u == 0 && tick != judged -> u = 1
+		:: else -> skip
+		fi;
+#endif
 		if
 		:: u != 0 ->
 			/* in the runtime: back off (CAS CLAIM -> NONE) */
@@ -214,6 +256,8 @@ proctype Sysmon()
 #ifdef REACH_DETACH
 				assert(false);
 #endif
+				/* The task detached is the one judged. */
+				assert(slice == judged);
 				/* takep: m->p, p->m, the P's status */
 				atomic {
 					assert(owner == TASK);
@@ -261,12 +305,12 @@ proctype Other()
 
 init
 {
-	byte x;
+	byte v, x;
 	atomic { run Task(); run Sysmon(); run Other() };
 	(ndone == 3);
 	atomic {
 		do
-		:: nempty(sb) -> sb?x; inrt = x
+		:: nempty(sb) -> drain_one()
 		:: empty(sb) -> break
 		od
 	};

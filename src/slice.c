@@ -1,0 +1,379 @@
+/* Time slices judged on the CPU time a task's thread receives: sysmon's
+ * look at the thread behind a P (its CPU clock, and its state in /proc
+ * where the clock cannot decide) before it ends a slice, detaches a P or
+ * retakes one from a system call; and its check, after a sleep that came
+ * back far too late, of whether the process was stopped or throttled.
+ * retake in sysmon.c asks (slice.h says what each call answers); the
+ * looks are threadstat_linux.c's; design.md §37.7 says why and what the
+ * rule is, §13.3 what it promises.
+ *
+ * Everything here runs on sysmon, which alone reads and writes
+ * p->sysmontick. The M's thread is looked at under sched.mexit_lock, so
+ * that it cannot exit (and its thread id be reused) meanwhile.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "export_test.h"
+#include "internal.h"
+#include "maxprocs.h"
+#include "preempt.h"
+#include "slice.h"
+
+enum {
+	/* The first reading of a slice's CPU clock comes at sysmon's first
+	 * look after the slice has lasted this long: shorter slices, nearly
+	 * all of a server's, are never looked at. */
+	LOOK_AFTER_NS = 1000 * 1000,
+	/* The grace after a request, in CPU time, is this many times the
+	 * wall-clock one (gmp__slice_asked says why). */
+	CPU_GRACE_FACTOR = 2,
+	/* What a slice is taken to have used before that reading, at most. */
+	FIRST_MAX_NS = 2 * LOOK_AFTER_NS,
+	/* A thread the kernel keeps waiting is looked at again at most this
+	 * much later, so that one that falls asleep in the kernel meanwhile
+	 * loses its P about as soon as on the wall clock; and at least this
+	 * much later (a quarter of a randomized slice), however little CPU
+	 * time it has left to run: sysmon's own period while a P runs, so
+	 * that the looks ride on its rounds rather than add wakeups (a
+	 * wakeup costs sysmon 15-20 µs of CPU on a VM). */
+	RELOOK_NS = 2 * 1000 * 1000,
+	RELOOK_MIN_NS = 1000 * 1000,
+	/* A system call found running is looked at again after as long as
+	 * it has lasted, and at least this much later. */
+	SYSLOOK_MIN_NS = 20 * 1000,
+	/* sysmon's sleeps come back late by a few milliseconds at worst on a
+	 * busy machine (a woken thread waits at most a scheduler slice);
+	 * later than this, it was stopped or throttled. */
+	STALL_NS = 5 * 1000 * 1000,
+};
+
+/* Chosen by gmp_init before sysmon starts (pthread_create orders the
+ * writes before sysmon's reads); the counters are sysmon's, read by
+ * tests (relaxed atomics). */
+static struct {
+	bool on;         /* sysmon looks at threads */
+	const char *off; /* why not, or NULL */
+	char why[192];
+	volatile uint64_t nstalls, stalled_ns; /* tests: gmp__slice_stalls */
+	int ncpu;          /* sysmon's: the CPUs the process may use */
+	int64_t ncpu_next; /* sysmon's: when to read them again */
+} sl;
+
+void gmp__slice_init(void)
+{
+	sl.on = false;
+	sl.off = NULL;
+	sl.ncpu_next = 0;
+	gmp__store64_rlx(&sl.nstalls, 0);
+	gmp__store64_rlx(&sl.stalled_ns, 0);
+	pid_t tid = gmp__gettid();
+	int64_t cpu;
+	int err = gmp__thread_cputime(tid, &cpu);
+	int st = err ? 0 : gmp__thread_state(tid);
+	if (err)
+		snprintf(sl.why, sizeof sl.why,
+			 "no CPU clock of another thread (clock_gettime: %s)",
+			 strerror(-err));
+	else if (st < 0)
+		snprintf(sl.why, sizeof sl.why,
+			 "no thread states in /proc (stat of thread %d: %s)",
+			 (int)tid, strerror(-st));
+	else if (st != 'R')
+		snprintf(sl.why, sizeof sl.why,
+			 "/proc says '%c' of a running thread", st);
+	else
+		sl.on = true;
+	if (sl.on)
+		return;
+	sl.off = sl.why;
+	if (gmp__cfg.debug)
+		fprintf(stderr,
+			"gmp: preemption: time slices are measured on the "
+			"wall clock, so a thread the kernel keeps waiting may "
+			"lose its P: %s\n",
+			sl.off);
+}
+
+bool gmp__slice_cpu(void)
+{
+	return sl.on;
+}
+
+#if GMP__TEST_HOOKS
+const char *gmp__slice_off_reason(void)
+{
+	return sl.off;
+}
+
+void gmp__slice_stalls(uint64_t *n, uint64_t *ns)
+{
+	*n = gmp__load64_rlx(&sl.nstalls);
+	*ns = gmp__load64_rlx(&sl.stalled_ns);
+}
+#endif
+
+/* ---- looking at the thread --------------------------------------------------- */
+
+/* The thread holding p now: its M, and its CPU clock. False if there is
+ * none, or it cannot be read (the caller then judges as on the wall
+ * clock). An M's thread is alive while its preempt flag is set: mexit
+ * clears it under mexit_lock before the thread goes. */
+static bool read_cpu(gmp__p *p, gmp__m **mp, int64_t *cpu)
+{
+	bool ok = false;
+	gmp__lock(&gmp__sched.mexit_lock);
+	gmp__m *m = gmp__loadp_acq(&p->m);
+	if (m && m->preemptp)
+		ok = gmp__thread_cputime((pid_t)gmp__load32_rlx(
+						 (volatile uint32_t *)&m->tid),
+					 cpu) == 0;
+	gmp__unlock(&gmp__sched.mexit_lock);
+	*mp = m;
+	return ok;
+}
+
+/* Whether the thread holding p is awake: running or waiting for a CPU
+ * ('R'), or stopped ('T' by a signal, 't' by a tracer: it runs again when
+ * continued, and the stop is nobody's fault). False if it sleeps in the
+ * kernel, or /proc cannot say: then it is judged as on the wall clock. */
+static bool is_awake(gmp__p *p)
+{
+	int st = -ESRCH;
+	gmp__lock(&gmp__sched.mexit_lock);
+	gmp__m *m = gmp__loadp_acq(&p->m);
+	if (m && m->preemptp)
+		st = gmp__thread_state(
+			(pid_t)gmp__load32_rlx((volatile uint32_t *)&m->tid));
+	gmp__unlock(&gmp__sched.mexit_lock);
+	return st == 'R' || st == 'T' || st == 't';
+}
+
+/* Adds what p's thread (m, its CPU clock at cpu) ran since the last
+ * reading to the slice's count. Returns whether it ran at least half the
+ * time since then (so it was not asleep in the kernel). */
+static bool account(gmp__p *p, gmp__m *m, int64_t cpu, int64_t now)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	bool ran = false;
+	if (!pd->lookm) {
+		/* The first reading: what came before is not known; take
+		 * the wall time since sysmon saw the slice begin, as if the
+		 * thread had run all along. sysmon looks every millisecond
+		 * while a P runs, so that is 1-2 ms; a first look later than
+		 * that means sysmon was kept from a CPU, and most likely the
+		 * thread was too: no more than 2 ms is taken. */
+		int64_t age = now - pd->schedwhen;
+		pd->used = age < 0              ? 0
+			   : age < FIRST_MAX_NS ? age
+						: FIRST_MAX_NS;
+	} else if (pd->lookm != m) {
+		/* The slice moved to another thread (a task that left its
+		 * system call took its P back): as if it had run since. */
+		pd->used += now > pd->cpuwhen ? now - pd->cpuwhen : 0;
+	} else {
+		int64_t ran_ns = cpu > pd->cpu ? cpu - pd->cpu : 0;
+		pd->used += ran_ns;
+		ran = 2 * ran_ns >= now - pd->cpuwhen;
+	}
+	pd->lookm = m;
+	pd->cpu = cpu;
+	pd->cpuwhen = now;
+	return ran;
+}
+
+/* Whether the runtime's own threads that want a CPU, the Ps running tasks
+ * and the threads of detached tasks, outnumber the CPUs the process may
+ * use (its affinity mask and cgroup quota, re-read at most once a
+ * second). Then a thread behind a P waits for the runtime's own others
+ * too: the detached hogs, which §10 lets run on beside the Ps. */
+static bool self_crowded(int64_t now)
+{
+	if (now >= sl.ncpu_next) {
+		sl.ncpu = gmp__maxprocs_default();
+		sl.ncpu_next = now + 1000 * 1000 * 1000;
+	}
+	uint32_t busy = gmp__detached_count();
+	uint32_t nallp = gmp__load32_acq(&gmp__sched.nallp);
+	for (uint32_t i = 0; i < nallp; i++) {
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (p && gmp__load32_rlx(&p->status) == GMP__P_RUNNING)
+			busy++;
+	}
+	return busy > (uint32_t)sl.ncpu;
+}
+
+/* When to look again at a thread that has `left` ns of CPU time to run
+ * before it is at fault. */
+static int64_t relook(const gmp__p *p, int64_t now, int64_t left)
+{
+	int64_t least = p->sysmontick.slice / 4;
+	if (least > RELOOK_MIN_NS)
+		least = RELOOK_MIN_NS;
+	if (left > RELOOK_NS)
+		left = RELOOK_NS;
+	if (left < least)
+		left = least;
+	return now + left;
+}
+
+/* ---- sysmon's questions (slice.h) --------------------------------------------- */
+
+void gmp__slice_begin(gmp__p *p, int64_t now)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	pd->lookm = NULL;
+	pd->used = 0;
+	pd->graceused = 0;
+	/* Randomized, half the slices are judged on the wall clock: their
+	 * requests and detaches come at the random moments the slice and
+	 * grace lengths make, racing the task's entries as often as before,
+	 * while the other half exercise the looks. */
+	pd->wall = !sl.on || (GMP__UNLIKELY(gmp__cfg.randomize) &&
+			      gmp__preempt_grace() & 1);
+	/* Randomized slices (20-520 µs) are looked at halfway. */
+	pd->lookwhen = now + (pd->slice / 2 < LOOK_AFTER_NS ? pd->slice / 2
+							    : LOOK_AFTER_NS);
+}
+
+int64_t gmp__slice_next(const gmp__p *p)
+{
+	const __typeof__(p->sysmontick) *pd = &p->sysmontick;
+	/* Nothing can be due before the slice's wall-clock end: the first
+	 * reading, 1 ms in, rides on one of sysmon's rounds. */
+	int64_t end = pd->schedwhen + pd->slice;
+	return pd->wall || pd->lookwhen < end ? end : pd->lookwhen;
+}
+
+bool gmp__slice_ended(gmp__p *p, int64_t now)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	bool wall = pd->schedwhen + pd->slice <= now;
+	if (pd->wall)
+		return wall;
+	if (now < pd->lookwhen)
+		return false;
+	gmp__m *m;
+	int64_t cpu;
+	if (!read_cpu(p, &m, &cpu))
+		return wall;
+	bool ran = account(p, m, cpu, now);
+	if (pd->used >= pd->slice)
+		return true; /* its slice of CPU time */
+	int64_t left = pd->slice - pd->used;
+	if (!wall) {
+		/* It cannot run the rest sooner than this. */
+		pd->lookwhen = now + left;
+		return false;
+	}
+	/* The wall-clock slice is over, the CPU slice is not: the kernel
+	 * kept the thread waiting, or it sleeps in a call libgmp does not
+	 * know of. One that just ran is not asleep. While the runtime's own
+	 * threads outnumber the CPUs, the wait is (in part) its own doing,
+	 * and the wall clock decides, as it always did. */
+	if ((!ran && !is_awake(p)) || self_crowded(now))
+		return true;
+	pd->lookwhen = relook(p, now, left);
+	return false;
+}
+
+void gmp__slice_asked(gmp__p *p, int64_t now, int64_t grace)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	if (pd->wall)
+		return;
+	/* Read after the request was made: the grace period counts from a
+	 * figure no lower than the thread's CPU time at the request, so a
+	 * task that answers in time is never taken for one that did not.
+	 * And it is twice the wall-clock one: a thread's CPU clock also
+	 * runs while the kernel serves interrupts on its CPU, and on a busy
+	 * host a stretch of 30 µs of work was seen to take up to 1.3 ms of
+	 * its thread's CPU time, once in 150,000 (plain threads, no
+	 * runtime). */
+	gmp__m *m;
+	int64_t cpu;
+	if (read_cpu(p, &m, &cpu))
+		account(p, m, cpu, now);
+	pd->graceused = pd->used + CPU_GRACE_FACTOR * grace;
+}
+
+bool gmp__slice_detachable(gmp__p *p, int64_t now)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	if (pd->wall)
+		return true;
+	gmp__m *m;
+	int64_t cpu;
+	if (!read_cpu(p, &m, &cpu))
+		return true;
+	bool ran = account(p, m, cpu, now);
+	if (pd->used >= pd->graceused)
+		return true; /* its grace in CPU time, and no switch point */
+	if (!ran && !is_awake(p))
+		return true; /* asleep in the kernel */
+	pd->detachwhen = relook(p, now, pd->graceused - pd->used);
+	return false;
+}
+
+bool gmp__slice_syscall_blocks(gmp__p *p, int64_t now)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	if (!sl.on)
+		return true;
+	if (now < pd->syslook)
+		return false;
+	if (!is_awake(p))
+		return true;
+	int64_t lasted = now - pd->syscallwhen;
+	pd->syslook = now + (lasted > SYSLOOK_MIN_NS ? lasted : SYSLOOK_MIN_NS);
+	return false;
+}
+
+void gmp__slice_stalled(int64_t slept, int64_t late, int64_t now)
+{
+	if (late < STALL_NS)
+		return;
+	/* Was the process stopped (or throttled), or was sysmon alone kept
+	 * from a CPU? A thread behind a P that was read before the sleep and
+	 * ran a good part of the stall since says the latter: the wall time
+	 * was real, and judging goes on as it is. Otherwise nothing of the
+	 * runtime ran meanwhile, and nobody is judged for that time. */
+	uint32_t nallp = gmp__load32_acq(&gmp__sched.nallp);
+	if (sl.on) {
+		for (uint32_t i = 0; i < nallp; i++) {
+			gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+			if (!p || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
+				continue;
+			__typeof__(p->sysmontick) *pd = &p->sysmontick;
+			gmp__m *m;
+			int64_t cpu;
+			if (!pd->lookm || pd->cpuwhen > now - slept - late ||
+			    !read_cpu(p, &m, &cpu) || m != pd->lookm)
+				continue;
+			/* At most this much of it ran before the sleep. */
+			int64_t before = now - slept - late - pd->cpuwhen;
+			if (cpu - pd->cpu - before >= late / 4)
+				return;
+		}
+	}
+	if (GMP__TEST_HOOKS) {
+		gmp__store64_rlx(&sl.nstalls, gmp__load64_rlx(&sl.nstalls) + 1);
+		gmp__store64_rlx(&sl.stalled_ns,
+				 gmp__load64_rlx(&sl.stalled_ns) +
+					 (uint64_t)late);
+	}
+	for (uint32_t i = 0; i < nallp; i++) {
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (!p)
+			continue;
+		__typeof__(p->sysmontick) *pd = &p->sysmontick;
+		/* The wall-clock marks (0 means "not yet" and stays so). The
+		 * CPU time read, and when to read it next, need no change. */
+		if (pd->schedwhen)
+			pd->schedwhen += late;
+		if (pd->syscallwhen)
+			pd->syscallwhen += late;
+		if (pd->detachwhen && pd->wall)
+			pd->detachwhen += late;
+	}
+}

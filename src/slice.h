@@ -1,0 +1,57 @@
+/* Time slices judged on the CPU time a task's thread receives (slice.c,
+ * design.md §37.7): what sysmon's retake asks before it ends a slice,
+ * detaches a P or retakes one from a system call. All of it runs on
+ * sysmon, and reads and writes p->sysmontick, sysmon's own record. */
+#ifndef GMP_SLICE_H
+#define GMP_SLICE_H
+
+#include "internal.h"
+
+/* gmp_init, before sysmon starts: whether sysmon can look at threads
+ * (their CPU clocks and their states in /proc). Where it cannot, slices
+ * are measured on the wall clock, as they were before, and with GMP_DEBUG
+ * set it says why on stderr. */
+void gmp__slice_init(void);
+
+/* Whether sysmon looks at threads (else slices are wall-clock ones). */
+bool gmp__slice_cpu(void);
+
+/* A new slice on p (retake saw a new schedtick). */
+void gmp__slice_begin(gmp__p *p, int64_t now);
+
+/* Whether the slice on p, which has not been asked to end yet, has ended:
+ * its thread has run the slice's length in CPU time (the task hogs the
+ * CPU), or the slice has lasted that long on the wall clock and the thread
+ * sleeps in the kernel (a call libgmp was not told about). A thread that
+ * the kernel keeps waiting for a CPU, or that is stopped, has not: its
+ * slice goes on, judged on the CPU time it gets. */
+bool gmp__slice_ended(gmp__p *p, int64_t now);
+
+/* p's task has just been asked to yield, with `grace` ns to do so. */
+void gmp__slice_asked(gmp__p *p, int64_t now, int64_t grace);
+
+/* The grace period after the request is over and someone wants p:
+ * whether its task is at fault, and sysmon may detach p. It is if its
+ * thread has run twice the grace period in CPU time since the request
+ * without reaching a switch point, or sleeps in the kernel; if the kernel keeps
+ * it waiting (or it is stopped) it keeps p, and the next look is set. */
+bool gmp__slice_detachable(gmp__p *p, int64_t now);
+
+/* Go's rules would retake p from its task's system call: whether the call
+ * really blocks (its thread sleeps in the kernel). A thread the kernel
+ * runs, or keeps waiting for a CPU, inside the call is not blocked: p is
+ * left to it, and looked at again after as long as the call has lasted.
+ * The caller must not hold the task's SCAN bit: this reads /proc. */
+bool gmp__slice_syscall_blocks(gmp__p *p, int64_t now);
+
+/* When the slice on p, not yet asked to end, wants sysmon's next look. */
+int64_t gmp__slice_next(const gmp__p *p);
+
+/* sysmon's sleep of `slept` ns came back `late` ns later than it should
+ * have (at `now`). Beyond a few milliseconds, sysmon was stopped or
+ * throttled with the rest of the process, or kept from a CPU: if no
+ * thread behind a P is seen to have run meanwhile, nobody is judged for
+ * that time, and every P's wall-clock marks move on by `late`. */
+void gmp__slice_stalled(int64_t slept, int64_t late, int64_t now);
+
+#endif
