@@ -1017,8 +1017,13 @@ static _Noreturn __attribute__((noinline)) void schedule_attn(gmp__m *m)
 			gmp__schedule(m);
 		}
 		/* A trace is being recorded: the short path, with the end of
-		 * the run and the start of the next recorded at one tick. */
-		if (schedule_short_ok(m, p)) {
+		 * the run and the start of the next recorded at one tick. A
+		 * global-queue turn with nothing there is no reason to go
+		 * the slow way (findrunnable would find the same G). */
+		if (!m->spinning &&
+		    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+		    gmp__timers_next(&p->timers) == 0 &&
+		    (!globrunq_turn(p) || !gmp__globrunq_has_work())) {
 			bool inherit;
 			gmp_g *g = gmp__runq_get(p, &inherit);
 			if (g && !g->lockedm) {

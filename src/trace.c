@@ -131,6 +131,7 @@ static const uint8_t ev_words[GMP__EV_NKINDS] = {
 	[GMP__EV_HANDOFF] = 1,  [GMP__EV_MSTART] = 1,  [GMP__EV_MPARK] = 0,
 	[GMP__EV_MUNPARK] = 0,  [GMP__EV_MWAKE] = 1,   [GMP__EV_MEXIT] = 0,
 	[GMP__EV_STATE] = 3,    [GMP__EV_MSTATE] = 2,  [GMP__EV_LOST] = 1,
+	[GMP__EV_SWITCH] = 4,
 };
 
 unsigned gmp__trev_words(unsigned kind)
@@ -267,7 +268,7 @@ static uint64_t *src_refill(gmp__trsrc *s, unsigned words)
 
 static inline __attribute__((always_inline)) void
 emit_at(gmp__trsrc *s, uint64_t *pos, unsigned n, unsigned kind, uint64_t tick,
-	uint64_t a, uint64_t b, uint64_t c)
+	uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
 	/* Relaxed atomic stores (plain ones, compiled): a copier may read
 	 * the words past the length it loaded while they are written. */
@@ -278,6 +279,8 @@ emit_at(gmp__trsrc *s, uint64_t *pos, unsigned n, unsigned kind, uint64_t tick,
 		gmp__store64_rlx(&pos[2], b);
 	if (n > 2)
 		gmp__store64_rlx(&pos[3], c);
+	if (n > 3)
+		gmp__store64_rlx(&pos[4], d);
 	pos += 1 + n;
 	s->pos = pos;
 	/* release: the words above before the length that covers them;
@@ -287,28 +290,36 @@ emit_at(gmp__trsrc *s, uint64_t *pos, unsigned n, unsigned kind, uint64_t tick,
 
 static __attribute__((noinline)) void emit_slow(gmp__trsrc *s, unsigned kind,
 						uint64_t tick, uint64_t a,
-						uint64_t b, uint64_t c)
+						uint64_t b, uint64_t c,
+						uint64_t d)
 {
 	unsigned n = ev_words[kind];
 	uint64_t *pos = src_refill(s, n);
 	if (pos)
-		emit_at(s, pos, n, kind, tick, a, b, c);
+		emit_at(s, pos, n, kind, tick, a, b, c, d);
 }
 
 /* Records one event into s, owned by the caller: a few stores while the
  * chunk has room (inline; with a constant kind the word count folds). */
 static inline __attribute__((always_inline)) void
-emit(gmp__trsrc *s, unsigned kind, uint64_t tick, uint64_t a, uint64_t b,
-     uint64_t c)
+emit4(gmp__trsrc *s, unsigned kind, uint64_t tick, uint64_t a, uint64_t b,
+      uint64_t c, uint64_t d)
 {
 	unsigned n = ev_words[kind];
 	uint64_t *pos = s->pos;
 	if (GMP__UNLIKELY(!pos || pos + 1 + n > s->end ||
 			  s->epoch != gmp__load32_rlx(&tr.epoch))) {
-		emit_slow(s, kind, tick, a, b, c);
+		emit_slow(s, kind, tick, a, b, c, d);
 		return;
 	}
-	emit_at(s, pos, n, kind, tick, a, b, c);
+	emit_at(s, pos, n, kind, tick, a, b, c, d);
+}
+
+static inline __attribute__((always_inline)) void
+emit(gmp__trsrc *s, unsigned kind, uint64_t tick, uint64_t a, uint64_t b,
+     uint64_t c)
+{
+	emit4(s, kind, tick, a, b, c, 0);
 }
 
 /* A P's writer; its id is set when the P is made (trace_p_init). */
@@ -363,7 +374,8 @@ static inline bool on_acq(void)
 
 /* Who readied g (EV_READY's second word): self, else the running task of
  * this thread, else what g0 is doing. */
-RACY_READER static uint64_t ready_word(gmp_g *g, gmp_g *self, unsigned by)
+RACY_READER static inline __attribute__((always_inline)) uint64_t
+ready_word(gmp_g *g, gmp_g *self, unsigned by)
 {
 	if (!self) {
 		gmp__m *m = gmp__getm();
@@ -395,27 +407,21 @@ static void sample_ready(gmp_g *g)
 	gmp__gstatus_track(g);
 }
 
-/* A ready while a trace is recorded: each one is, and one in
- * gmp__sample_ready is measured. */
-RACY_READER static __attribute__((noinline)) void
-traced_ready(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by)
+/* A ready while a trace is recorded: each one is (the hook sends each
+ * one here), and one in gmp__sample_ready is measured; else this is the
+ * sampled one. */
+RACY_READER void gmp__trace_ready_slow(gmp__p *p, gmp_g *g, gmp_g *self,
+				       unsigned by)
 {
-	p->tr.ready_tick = 1;
-	emit(p_src(p), GMP__EV_READY, gmp__ticks(), (uint64_t)g->id,
-	     ready_word(g, self, by), 0);
-	if (--p->tr.ready_left > 0)
-		return;
-	p->tr.ready_left = (int32_t)gmp__sample_ready;
-	sample_ready(g);
-}
-
-void gmp__trace_ready_slow(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by)
-{
-	if (GMP__UNLIKELY(on_acq())) {
-		traced_ready(p, g, self, by);
-		return;
+	if (GMP__LIKELY(on_acq())) {
+		p->tr.ready_tick = 1;
+		emit(p_src(p), GMP__EV_READY, gmp__ticks(), (uint64_t)g->id,
+		     ready_word(g, self, by), 0);
+		if (--p->tr.ready_left > 0)
+			return;
+	} else {
+		p->tr.ready_tick = gmp__sample_ready;
 	}
-	p->tr.ready_tick = gmp__sample_ready;
 	p->tr.ready_left = (int32_t)gmp__sample_ready;
 	sample_ready(g);
 }
@@ -499,11 +505,12 @@ void gmp__trace_switch(gmp__m *m, gmp__p *p, gmp_g *g)
 	gmp__store32_rlx(&p->tr.sched_seen, p->tr.sched_seen + 1);
 	gmp__slice_end(p, now);
 	gmp__trsrc *s = p_src(p);
+	uint64_t fn = (uint64_t)(uintptr_t)g->fn;
 	if (p->tr.rung)
-		emit(s, GMP__EV_STOP, now, (uint64_t)p->tr.rung,
-		     stop_word(p, p->tr.rungp), 0);
-	emit(s, GMP__EV_RUN, now, (uint64_t)g->id, (uint64_t)(uintptr_t)g->fn,
-	     0);
+		emit4(s, GMP__EV_SWITCH, now, (uint64_t)p->tr.rung,
+		      stop_word(p, p->tr.rungp), (uint64_t)g->id, fn);
+	else
+		emit(s, GMP__EV_RUN, now, (uint64_t)g->id, fn, 0);
 	p->tr.rung = g->id;
 	p->tr.rungp = g;
 	p->tr.stopwhy = GMP__TRSTOP_NONE;

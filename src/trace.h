@@ -118,6 +118,8 @@ enum gmp__trev {
 	GMP__EV_MSTATE,     /* side: [m, tid] an M the trace found at its
 				start */
 	GMP__EV_LOST,       /* any: [n] events a writer could not record */
+	GMP__EV_SWITCH,     /* P buf: [gid, how | reason << 8, gid2, fn2]
+			       STOP of gid and RUN of gid2 at one tick */
 	GMP__EV_NKINDS,
 };
 

@@ -1017,6 +1017,12 @@ static void replay(struct conv *c, struct cursor *k, int64_t ts)
 		if (p >= 0)
 			ev_stop(c, p, ts, (int64_t)w[1], w[2]);
 		break;
+	case GMP__EV_SWITCH:
+		if (p >= 0) {
+			ev_stop(c, p, ts, (int64_t)w[1], w[2]);
+			ev_run(c, p, ts, (int64_t)w[3], w[4]);
+		}
+		break;
 	case GMP__EV_READY:
 		ev_ready(c, k->src, ts, (int64_t)w[1], w[2]);
 		break;
