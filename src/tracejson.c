@@ -209,13 +209,14 @@ enum cause {
 	C_PREEMPT,
 	C_SYSCALL,
 	C_START,
+	C_DETACH,
 	C_NCAUSES,
 };
 static const char *const cause_names[C_NCAUSES] = {
 	[C_NONE] = "unknown",      [C_READY] = "ready",
 	[C_CREATE] = "create",     [C_YIELD] = "yield",
 	[C_PREEMPT] = "preempted", [C_SYSCALL] = "syscall",
-	[C_START] = "trace start",
+	[C_START] = "trace start", [C_DETACH] = "detached",
 };
 
 static const char *const how_names[GMP__TRSTOP_NKINDS] = {
@@ -620,19 +621,26 @@ static void run_close(struct conv *c, int p, int64_t ts, unsigned how,
 	case GMP__TRSTOP_SYSCALL:
 		g->status = GMP__G_SYSCALL;
 		break;
-	case GMP__TRSTOP_DETACH:
+	case GMP__TRSTOP_DETACH: {
+		/* It runs on, on its M, until it takes a P back: that run's
+		 * arrow starts here. */
 		if (r->m >= 0) {
 			g->detm = r->m;
 			g->det_ts = ts;
 		}
-		if (instant(c, p_track(p), ts, "detach", "detach")) {
+		uint64_t id = marker(c, p_track(p), ts, "detach");
+		if (id) {
 			bool f = true;
 			arg_i(c, &f, "task", g->gid);
 			if (r->m >= 0)
 				arg_i(c, &f, "m", r->m);
-			ev_close(c, 0, NULL);
+			ev_close(c, id, "flow_out");
 		}
+		g->pflow = id;
+		g->pts = ts;
+		g->pkind = C_DETACH;
 		break;
+	}
 	default:
 		break;
 	}

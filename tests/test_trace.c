@@ -203,6 +203,18 @@ static void yielder(void *arg)
 	gmp_wg_done(&all);
 }
 
+/* 15 ms without a switch point: sysmon asks it to yield, and detaches its
+ * P if another task wants it meanwhile (its run then continues on its M,
+ * and its next run on a P has an arrow from the detach). */
+static void hogger(void *arg)
+{
+	(void)arg;
+	int64_t until = gmp_nanotime() + 15 * MS;
+	while (gmp_nanotime() < until)
+		;
+	gmp_wg_done(&all);
+}
+
 static void collector(void *arg)
 {
 	(void)arg;
@@ -218,7 +230,7 @@ static void run_known_program(void)
 	done = gmp_chan_new(sizeof(int), 0);
 	wake = gmp_chan_new(sizeof(int), 0);
 	gate = gmp_chan_new(sizeof(int), 1);
-	gmp_wg_add(&all, 8);
+	gmp_wg_add(&all, 9);
 	T_ASSERT(gmp_go(collector, NULL) > 0);
 	T_ASSERT(gmp_go(receiver, NULL) > 0);
 	T_ASSERT(gmp_go(pinger, NULL) > 0);
@@ -228,6 +240,7 @@ static void run_known_program(void)
 	T_ASSERT(gmp_go(locker, NULL) > 0);
 	T_ASSERT(gmp_go(syscaller, NULL) > 0);
 	T_ASSERT(gmp_go(yielder, NULL) > 0);
+	T_ASSERT(gmp_go(hogger, NULL) > 0);
 	int v;
 	T_ASSERT(gmp_chan_recv(done, &v) == 0); /* a thread: blocks */
 }
@@ -235,7 +248,8 @@ static void run_known_program(void)
 static const char *const known_args =
 	"--fn pinger --fn ponger --fn sleeper --fn receiver --fn holder "
 	"--fn locker "
-	"--fn syscaller --fn yielder --fn collector --reason 'chan receive' "
+	"--fn syscaller --fn yielder --fn hogger --fn collector "
+	"--reason 'chan receive' "
 	"--reason sleep --reason mutex --reason 'wait group'";
 
 static void check_known_trace(const char *path)
