@@ -1,5 +1,6 @@
 /* Tracing and metrics (trace.c, tracejson.c, metrics.c, stall.c): the
- * hooks the scheduler calls, and what they share.
+ * hooks the scheduler calls, and what they share. design.md §8 is the
+ * contract, §38 the design.
  *
  * Two things watch the scheduler at run time:
  *
