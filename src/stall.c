@@ -268,9 +268,14 @@ RACY_READER void gmp__stall_check(int64_t now)
 		gmp_g *og = m->tr.stall_g;
 		if (!og)
 			continue;
+		/* The stretch is over once the task took a P back, or is
+		 * taking one: inside the runtime (inrt), a detached task is
+		 * at a switch point, waiting for a P, not running its own
+		 * code (the wait may be long on a loaded host). */
 		if (gmp__loadp_rlx(&og->m) != m || og->id != m->tr.stall_gid ||
-		    gmp__load8_acq(&og->detach) != GMP__DETACH_DETACHED) {
-			m->tr.stall_g = NULL; /* it took a P back */
+		    gmp__load8_acq(&og->detach) != GMP__DETACH_DETACHED ||
+		    gmp__load8_rlx(&og->inrt) != 0) {
+			m->tr.stall_g = NULL;
 			continue;
 		}
 		if (!m->tr.stall_reported && now - m->tr.stall_since >= limit) {

@@ -142,7 +142,11 @@ unsigned gmp__trev_words(unsigned kind)
 /* The readers below look at fields other threads own (a G's id, fn and
  * wait reason; an M's P) without synchronisation, as dump.c's do: the
  * values may be stale, which the trace tolerates (the converter trusts
- * the events that follow), and ThreadSanitizer is told not to watch. */
+ * the events that follow), and ThreadSanitizer is told not to watch. A
+ * field its owner writes plainly (the wait reason, which goexit0 clears)
+ * is read plainly here: atomic.h's loads are not inlined into these
+ * functions under TSan, which would then see an atomic load racing a
+ * plain store. */
 #define RACY_READER __attribute__((no_sanitize("thread")))
 
 /* ---- chunks ---------------------------------------------------------------- */
@@ -393,7 +397,7 @@ ready_word(gmp_g *g, gmp_g *self, unsigned by)
 	}
 	if (self)
 		by = GMP__TRBY_TASK;
-	uint64_t reason = gmp__load32_rlx(&g->waitreason) & 0xff;
+	uint64_t reason = g->waitreason & 0xff;
 	return reason | (uint64_t)by << 8 |
 	       (self ? (uint64_t)self->id << 16 : 0);
 }
@@ -466,7 +470,7 @@ RACY_READER static inline uint64_t stop_word(gmp__p *p, gmp_g *g)
 		}
 	}
 	if (how == GMP__TRSTOP_PARK)
-		reason = gmp__load32_rlx(&g->waitreason) & 0xff;
+		reason = g->waitreason & 0xff;
 	return how | reason << 8;
 }
 
@@ -735,9 +739,7 @@ RACY_READER static void snapshot_tasks(void)
 			if (p)
 				pnum = (uint64_t)p->id + 1;
 		}
-		uint64_t w = st |
-			     (uint64_t)(gmp__load32_rlx(&g->waitreason) & 0xff)
-				     << 8 |
+		uint64_t w = st | (uint64_t)(g->waitreason & 0xff) << 8 |
 			     pnum << 16;
 		emit_side(GMP__EV_STATE, (uint64_t)g->id, w,
 			  (uint64_t)(uintptr_t)g->fn);

@@ -45,15 +45,21 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-/* Occurrences of needle (memmem with the lengths known: strstr would
- * measure the rest of a long text at every call under ASan). */
+/* Occurrences of needle, by a plain loop: the sanitizers' strstr and
+ * memmem check the whole rest of the text at every call, which makes
+ * counting in a long trace quadratic. */
 static size_t count(const char *hay, const char *needle)
 {
-	size_t n = 0, len = strlen(hay), nl = strlen(needle);
-	const char *end = hay + len;
-	for (const char *p = hay;
-	     (p = memmem(p, (size_t)(end - p), needle, nl)) != NULL; p += nl)
-		n++;
+	size_t n = 0, nl = strlen(needle);
+	for (const char *p = hay; *p; p++) {
+		size_t i = 0;
+		while (i < nl && p[i] == needle[i])
+			i++;
+		if (i == nl) {
+			n++;
+			p += nl - 1;
+		}
+	}
 	return n;
 }
 
@@ -160,8 +166,9 @@ static void receiver(void *arg)
 	gmp_wg_done(&all);
 }
 
-/* The holder takes the mutex, lets the locker try, and keeps it 2 ms:
- * the locker parks on it (its spinning lasts microseconds). */
+/* The holder takes the mutex, lets the locker try, and keeps it until
+ * the locker sleeps on it (however late the locker gets a P: the hogger
+ * may hold one for 15 ms), so that the trace has a park for a mutex. */
 static gmp_chan *gate;
 
 static void holder(void *arg)
@@ -170,7 +177,11 @@ static void holder(void *arg)
 	gmp_mutex_lock(&mu);
 	int one = 1;
 	T_ASSERT(gmp_chan_send(gate, &one) == 0);
-	gmp_sleep(2 * MS);
+	int64_t give_up = gmp_nanotime() + 10000 * MS;
+	while (gmp__sema_nwaiters(&gmp__mutex_words_of(&mu)->sema) == 0 &&
+	       gmp_nanotime() < give_up)
+		gmp_sleep(MS / 4);
+	gmp_sleep(MS);
 	gmp_mutex_unlock(&mu);
 	gmp_wg_done(&all);
 }
@@ -694,10 +705,14 @@ static void hog(void *arg)
 		; /* no switch point for 50 ms */
 }
 
+/* How long the polite task runs: three times its stall limit, so that
+ * its yields, not its brevity, keep it unreported. */
+static int64_t polite_ns = 100 * MS;
+
 static void polite(void *arg)
 {
 	(void)arg;
-	int64_t until = gmp_nanotime() + 100 * MS;
+	int64_t until = gmp_nanotime() + polite_ns;
 	while (gmp_nanotime() < until) {
 		int64_t next = gmp_nanotime() + 1 * MS;
 		while (gmp_nanotime() < next)
@@ -707,13 +722,19 @@ static void polite(void *arg)
 }
 
 /* arg: 1 for the hog, reported past 20 ms; 0 for the polite task, which
- * must not be reported past 100 ms (a loaded host may keep its thread
- * from the CPU for a while between two of its yields: that would be a
- * stall of its P, truly, and 100 ms leaves room for a busy CI machine). */
+ * must not be reported past 100 ms (five times that under TSan or qemu),
+ * though it runs three times as long: a loaded host may keep its thread
+ * from the CPU, or a sanitizer's lock keep it waiting, for a while
+ * between two of its yields, which would be a stall of its P, truly;
+ * the limit leaves room for a busy CI machine. */
 static void stall_child(void *arg)
 {
 	bool is_hog = *(int *)arg;
-	setenv("GMP_DEBUG", is_hog ? "stall=20" : "stall=100", 1);
+	char dbg[32];
+	int limit_ms = 100 * tu_host_slowdown();
+	snprintf(dbg, sizeof dbg, "stall=%d", is_hog ? 20 : limit_ms);
+	polite_ns = 3 * (int64_t)limit_ms * MS;
+	setenv("GMP_DEBUG", dbg, 1);
 	gmp_config c = { .maxprocs = 1 };
 	T_ASSERT(gmp_init(&c) == 0);
 	T_ASSERT(gmp_go(is_hog ? hog : polite, NULL) > 0);
