@@ -423,10 +423,6 @@ struct gmp__p {
 	 * counted exit brings its spawn's count with it. */
 	volatile uint64_t nspawned, nexited, nsteals;
 
-	/* Tracing and metrics (trace.h): the sampling counters, the open
-	 * measured slice, the trace's event buffer, the histograms. */
-	gmp__ptrace tr;
-
 	/* The local run queue. runqhead is advanced by the owner and by
 	 * thieves (CAS); runqtail and the slots are written only by the
 	 * owner. runnext may be CASed to NULL by thieves; only the owner
@@ -435,6 +431,11 @@ struct gmp__p {
 	volatile uint32_t runqtail;
 	gmp_g *volatile runnext;
 	gmp_g *volatile runq[GMP__RUNQ_SIZE];
+
+	/* Tracing and metrics (trace.h): the sampling counters, the open
+	 * measured slice, the trace's event buffer, the histograms. Last,
+	 * on lines of their own. */
+	__attribute__((aligned(GMP__CACHELINE))) gmp__ptrace tr;
 };
 
 /* ------------------------------------------------------------------------

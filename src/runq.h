@@ -86,8 +86,7 @@ static inline void gmp__runq_put(gmp__p *p, gmp_g *g, bool next)
  * and back); the task running meanwhile hides the fetch. The pointers
  * may be stale by then, which a prefetch does not mind. With two or
  * fewer queued they were queued just now and are in cache anyway. */
-static inline __attribute__((always_inline)) void
-gmp__runq_prefetch(gmp__p *p, uint32_t h, uint32_t t)
+static inline void gmp__runq_prefetch(gmp__p *p, uint32_t h, uint32_t t)
 {
 #if GMP__TSAN
 	/* These reads race, harmlessly, with a thief that took the G and
@@ -110,11 +109,8 @@ gmp__runq_prefetch(gmp__p *p, uint32_t h, uint32_t t)
 }
 
 /* Takes the next G from p's queue; owner only. *inherit is set when the G
- * came from runnext and so continues the current time slice. Always
- * inline, with the prefetch: it is most of gmp__schedule's short path,
- * and GCC leaves a function it meets twice out of line. */
-static inline __attribute__((always_inline)) gmp_g *gmp__runq_get(gmp__p *p,
-								  bool *inherit)
+ * came from runnext and so continues the current time slice. */
+static inline gmp_g *gmp__runq_get(gmp__p *p, bool *inherit)
 {
 	gmp_g *next = gmp__loadp_rlx(&p->runnext);
 	/* A failing CAS can only mean a thief took runnext (only the owner

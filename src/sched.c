@@ -948,16 +948,6 @@ _Noreturn void gmp__execute_odd(gmp__m *m, gmp_g *g, bool inherit, uint32_t cur)
 
 static void startlockedm(gmp__m *m, gmp_g *g);
 
-/* Whether this round may take the short path (see gmp__schedule), the
- * attention bytes aside. */
-static inline __attribute__((always_inline)) bool schedule_short_ok(gmp__m *m,
-								    gmp__p *p)
-{
-	return !m->spinning &&
-	       (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
-	       gmp__timers_next(&p->timers) == 0 && !globrunq_turn(p);
-}
-
 /* One round of scheduling, the general case (see gmp__schedule). */
 static _Noreturn __attribute__((noinline)) void schedule_slow(gmp__m *m)
 {
@@ -1008,14 +998,34 @@ top:;
  * alone, with no trace being recorded, needs no more than its record
  * (gmp__trace_slice_done): the round starts over, on the short path. Out of
  * line and never returning, so that the short path keeps no frame. */
+static _Noreturn __attribute__((noinline)) void schedule_traced(gmp__m *m);
+
+/* A measured slice's end where the clock needs calls (schedule_attn). */
+static _Noreturn __attribute__((noinline, cold)) void
+schedule_slice_done(gmp__m *m)
+{
+	gmp__trace_slice_done(m->p);
+	gmp__schedule(m);
+}
+
 static _Noreturn __attribute__((noinline)) void schedule_attn(gmp__m *m)
 {
 	gmp__p *p = m->p;
-	if (!gmp__loadb_rlx(&p->preempt)) {
-		if (!gmp__tracing()) {
-			gmp__trace_slice_done(p);
+	if (!gmp__loadb_rlx(&p->preempt) && !gmp__tracing()) {
+		if (GMP__LIKELY(gmp__trace_slice_done_fast(p)))
 			gmp__schedule(m);
-		}
+		schedule_slice_done(m);
+	}
+	schedule_traced(m);
+}
+
+/* schedule_attn's other cases, apart so that a measured slice's end
+ * pays for no frame: sysmon's request (schedule_slow), or a trace being
+ * recorded. */
+static _Noreturn __attribute__((noinline)) void schedule_traced(gmp__m *m)
+{
+	gmp__p *p = m->p;
+	if (!gmp__loadb_rlx(&p->preempt)) {
 		/* A trace is being recorded: the short path, with the end of
 		 * the run and the start of the next recorded at one tick. A
 		 * global-queue turn with nothing there is no reason to go
@@ -1039,6 +1049,15 @@ static _Noreturn __attribute__((noinline)) void schedule_attn(gmp__m *m)
 	schedule_slow(m);
 }
 
+/* gmp__schedule's rounds off the short path: the attention bytes' first
+ * (schedule_attn), the rest schedule_slow's. */
+static _Noreturn __attribute__((noinline)) void schedule_other(gmp__m *m)
+{
+	if (gmp__load16_rlx(&m->p->attn))
+		schedule_attn(m);
+	schedule_slow(m);
+}
+
 /* One round of scheduling: find a G and run it. Never returns.
  *
  * The common round, where the next G is in this P's own queue and nothing
@@ -1048,15 +1067,20 @@ static _Noreturn __attribute__((noinline)) void schedule_attn(gmp__m *m)
  * and this is not one of the rounds that look at the global queue first.
  * Everything else, and an empty queue, goes to findrunnable by way of
  * schedule_slow. */
-_Noreturn void gmp__schedule(gmp__m *m)
+__attribute__((hot)) _Noreturn void gmp__schedule(gmp__m *m)
 {
 	if (m->lockedg)
 		gmp__schedule_locked(m); /* never returns; see below */
 	gmp__p *p = m->p;
-	/* attn: sysmon's preempt and the tracer's byte, one test */
-	if (GMP__UNLIKELY(gmp__load16_rlx(&p->attn)))
-		schedule_attn(m);
-	if (GMP__LIKELY(schedule_short_ok(m, p))) {
+	/* attn: sysmon's preempt and the tracer's byte, one test. (Written
+	 * out, with the function marked hot: GCC otherwise predicts the
+	 * queue's part cold, leaves gmp__runq_get out of line or, forced,
+	 * lays its loop out with an extra jump, and holds m in a
+	 * callee-saved register; each costs a yield 1-3 instructions.) */
+	if (GMP__LIKELY(
+		    !gmp__load16_rlx(&p->attn) && !m->spinning &&
+		    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+		    gmp__timers_next(&p->timers) == 0 && !globrunq_turn(p))) {
 		bool inherit;
 		gmp_g *g = gmp__runq_get(p, &inherit);
 		if (GMP__LIKELY(g != NULL)) {
@@ -1065,7 +1089,7 @@ _Noreturn void gmp__schedule(gmp__m *m)
 			startlockedm(m, g);
 		}
 	}
-	schedule_slow(m);
+	schedule_other(m);
 }
 
 /* For a park's unlock function that ends the switch itself: the G in m's

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "os.h"
 #include "preempt.h"
 #include "symtab.h"
 #include "trace.h"
@@ -111,17 +112,13 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 	return n;
 }
 
-/* What thread tid is doing, from /proc/self/task/TID/{syscall,stat}. */
+/* What thread tid is doing: its scheduler state (gmp__thread_state) and
+ * /proc/self/task/TID/syscall. */
 static void thread_doing(pid_t tid, char *out, size_t size)
 {
-	char path[64], sc[256], st[512];
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-	char state = '?';
-	if (read_small(path, st, sizeof st) > 0) {
-		const char *rp = strrchr(st, ')');
-		if (rp && rp[1] == ' ' && rp[2])
-			state = rp[2];
-	}
+	char path[64], sc[256];
+	int st = gmp__thread_state(tid); /* os.h: its letter, or -errno */
+	char state = st > 0 ? (char)st : '?';
 	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
 	if (read_small(path, sc, sizeof sc) <= 0) {
 		snprintf(out, size, "state %c", state);

@@ -55,25 +55,30 @@
  * process; read-only after). */
 extern bool gmp__ticks_cpu;
 
-static inline __attribute__((always_inline)) uint64_t gmp__ticks(void)
+/* The CPU's tick counter itself (only where gmp__ticks_cpu says it is
+ * used; 0 on other architectures, which never use it). */
+static inline __attribute__((always_inline)) uint64_t gmp__cputicks(void)
 {
 #if defined(__x86_64__)
-	if (GMP__LIKELY(gmp__ticks_cpu)) {
-		uint32_t lo, hi;
-		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-		return (uint64_t)hi << 32 | lo;
-	}
-	return (uint64_t)gmp__nanotime();
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
 #elif defined(__aarch64__)
-	if (GMP__LIKELY(gmp__ticks_cpu)) {
-		uint64_t v;
-		__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
-		return v;
-	}
-	return (uint64_t)gmp__nanotime();
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
 #else
-	return (uint64_t)gmp__nanotime();
+	return 0;
 #endif
+}
+
+static inline __attribute__((always_inline)) uint64_t gmp__ticks(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	if (GMP__LIKELY(gmp__ticks_cpu))
+		return gmp__cputicks();
+#endif
+	return (uint64_t)gmp__nanotime();
 }
 
 /* Nanoseconds in a span of ticks (0 until the rate is known: the first
@@ -282,6 +287,36 @@ static inline __attribute__((always_inline)) void gmp__tattn_clear(gmp__p *p)
 	gmp__store8_rlx(&p->tattn, 0);
 	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__trace_on)))
 		gmp__store8_rlx(&p->tattn, 1);
+}
+
+/* gmp__trace_slice_done without a call, where the clock allows (the CPU's
+ * ticks, their rate known): true if done, false (nothing done) else. So
+ * that its caller, which schedules next, needs no frame. */
+static inline __attribute__((always_inline)) bool
+gmp__trace_slice_done_fast(gmp__p *p)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	/* acquire: pairs with the release that publishes the rate */
+	uint64_t mult = gmp__load64_acq(&gmp__ticks_mult);
+	if (GMP__UNLIKELY(!gmp__ticks_cpu || !mult))
+		return false;
+	/* racy readers: stall.c */
+	gmp__store32_rlx(&p->tr.sched_seen, p->tr.sched_seen + 1);
+	uint64_t t0 = gmp__load64_rlx(&p->tr.slice_t0);
+	if (t0) {
+		gmp__store64_rlx(&p->tr.slice_t0, 0);
+		uint64_t ns = (uint64_t)(((__uint128_t)(gmp__cputicks() - t0) *
+					  mult) >>
+					 32);
+		if (ns)
+			gmp__hist_add(p, GMP__HIST_SLICE, ns);
+	}
+	gmp__tattn_clear(p);
+	return true;
+#else
+	(void)p;
+	return false;
+#endif
 }
 
 /* The P's schedule() came the slow way because of the tracer's byte, and
