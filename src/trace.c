@@ -199,6 +199,19 @@ static gmp__trchunk *full_pop(void)
 	return c;
 }
 
+/* The spill thread is woken once a source has filled this many chunks
+ * (1 MiB at 64 KiB), not for each: a wake is a system call on the
+ * writer's thread, and the spill thread's turn a context switch on a
+ * CPU the program may want. */
+enum { SPILL_BATCH = 16 };
+
+/* Under tr.lock: whether handing c over should wake the spill thread. */
+static bool spill_due(const gmp__trchunk *c)
+{
+	return tr.spilling && (c->seq % SPILL_BATCH == SPILL_BATCH - 1 ||
+			       tr.nall >= tr.maxchunks / 2);
+}
+
 static void spill_kick(void)
 {
 	gmp__add32_full(&tr.spillseq, 1);
@@ -218,7 +231,7 @@ static uint64_t *src_refill(gmp__trsrc *s, unsigned words)
 	if (c && c->epoch == epoch && s->epoch == epoch) {
 		if (c->len) {
 			full_push(c);
-			kick = tr.spilling;
+			kick = spill_due(c);
 			c = NULL;
 		}
 	} else if (c) {
@@ -684,7 +697,7 @@ void gmp__trace_mexit(gmp__m *m)
 	bool kick = false;
 	if (c->epoch == tr.epoch && s->epoch == tr.epoch && c->len) {
 		full_push(c);
-		kick = tr.spilling;
+		kick = spill_due(c);
 	} else if (c->cap == tr.chunkwords) {
 		c->next = tr.pool;
 		tr.pool = c;
