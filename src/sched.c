@@ -994,13 +994,7 @@ top:;
 	gmp__execute(m, g, inherit);
 }
 
-/* gmp__schedule found the P's attention word set. A measured slice's end
- * alone, with no trace being recorded, needs no more than its record
- * (gmp__trace_slice_done): the round starts over, on the short path. Out of
- * line and never returning, so that the short path keeps no frame. */
-static _Noreturn __attribute__((noinline)) void schedule_traced(gmp__m *m);
-
-/* A measured slice's end where the clock needs calls (schedule_attn). */
+/* A measured slice's end where the clock needs calls (schedule_other). */
 static _Noreturn __attribute__((noinline, cold)) void
 schedule_slice_done(gmp__m *m)
 {
@@ -1008,53 +1002,48 @@ schedule_slice_done(gmp__m *m)
 	gmp__schedule(m);
 }
 
-static _Noreturn __attribute__((noinline)) void schedule_attn(gmp__m *m)
-{
-	gmp__p *p = m->p;
-	if (!gmp__loadb_rlx(&p->preempt) && !gmp__tracing()) {
-		if (GMP__LIKELY(gmp__trace_slice_done_fast(p)))
-			gmp__schedule(m);
-		schedule_slice_done(m);
-	}
-	schedule_traced(m);
-}
-
-/* schedule_attn's other cases, apart so that a measured slice's end
- * pays for no frame: sysmon's request (schedule_slow), or a trace being
- * recorded. */
+/* While a trace is being recorded, every round: the short path, with the
+ * end of the run and the start of the next recorded at one tick. A
+ * global-queue turn with nothing there is no reason to go the slow way
+ * (findrunnable would find the same G). */
 static _Noreturn __attribute__((noinline)) void schedule_traced(gmp__m *m)
 {
 	gmp__p *p = m->p;
-	if (!gmp__loadb_rlx(&p->preempt)) {
-		/* A trace is being recorded: the short path, with the end of
-		 * the run and the start of the next recorded at one tick. A
-		 * global-queue turn with nothing there is no reason to go
-		 * the slow way (findrunnable would find the same G). */
-		if (!m->spinning &&
-		    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
-		    gmp__timers_next(&p->timers) == 0 &&
-		    (!globrunq_turn(p) || !gmp__globrunq_has_work())) {
-			bool inherit;
-			gmp_g *g = gmp__runq_get(p, &inherit);
-			if (g && !g->lockedm) {
-				gmp__trace_switch(m, p, g);
-				gmp__execute(m, g, inherit);
-			}
-			if (g) {
-				gmp__trace_sched(m, p);
-				startlockedm(m, g);
-			}
+	if (!m->spinning &&
+	    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+	    gmp__timers_next(&p->timers) == 0 &&
+	    (!globrunq_turn(p) || !gmp__globrunq_has_work())) {
+		bool inherit;
+		gmp_g *g = gmp__runq_get(p, &inherit);
+		if (g && !g->lockedm) {
+			gmp__trace_switch(m, p, g);
+			gmp__execute(m, g, inherit);
+		}
+		if (g) {
+			gmp__trace_sched(m, p);
+			startlockedm(m, g);
 		}
 	}
 	schedule_slow(m);
 }
 
-/* gmp__schedule's rounds off the short path: the attention bytes' first
- * (schedule_attn), the rest schedule_slow's. */
+/* gmp__schedule's rounds off the short path. The attention word first,
+ * unless sysmon's request is in it (schedule_slow answers that): a trace
+ * being recorded takes schedule_traced; a measured slice's end alone is
+ * recorded (gmp__trace_slice_done) and the round starts over, on the
+ * short path. The rest goes to schedule_slow. Out of line, with only
+ * calls that never return, so that neither it nor the short path keeps a
+ * frame. */
 static _Noreturn __attribute__((noinline)) void schedule_other(gmp__m *m)
 {
-	if (gmp__load16_rlx(&m->p->attn))
-		schedule_attn(m);
+	gmp__p *p = m->p;
+	if (gmp__load16_rlx(&p->attn) && !gmp__loadb_rlx(&p->preempt)) {
+		if (gmp__tracing())
+			schedule_traced(m);
+		if (GMP__LIKELY(gmp__trace_slice_done_fast(p)))
+			gmp__schedule(m);
+		schedule_slice_done(m);
+	}
 	schedule_slow(m);
 }
 
