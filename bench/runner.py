@@ -441,13 +441,21 @@ class Runner:
             duration=int(opt.get("duration", 10)),
             warmup=int(opt.get("warmup", 2)),
             wrk_threads=2, taskset_wrk=None, taskset_server=None)
-        srv = http_bench.Server(server, args, self.build)
+        # --trace=1: the server records its execution trace while it
+        # serves (into a directory removed afterwards).
+        tracedir = tempfile.mkdtemp(prefix="bench_trace.") \
+            if opt.get("trace") == "1" else None
+        srv = http_bench.Server(server, args, self.build,
+                                tracedir and os.path.join(tracedir, "trace"))
         try:
             res = http_bench.measure(args, srv, args.conns)
         except (RuntimeError, OSError, subprocess.SubprocessError) as e:
             note("  FAILED: %s: %s" % (server, e))
             srv.stop()
             return None
+        finally:
+            if tracedir:
+                shutil.rmtree(tracedir, ignore_errors=True)
         return ("bench=http server=%s conns=%d rps=%.0f p50_ms=%.3f "
                 "p99_ms=%.3f cpu_us_per_req=%.3f" % (
                     server, args.conns, res["rps"], res["p50"], res["p99"],

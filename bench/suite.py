@@ -86,6 +86,13 @@ SUITE = (
     Config("chan_pingpong", "procs=2, 1M round trips",
            "--procs=2 --n=1000000", "--procs=2 --n=100000", "go",
            (Figure("ns_per_op", LOW, "C/Go <= 0.5"),)),
+    # The same with the execution trace recording (GMP_TRACE, written
+    # when the run ends; runtime/trace on the Go side): what tracing
+    # costs is each side's ratio to its untraced row above (bench/
+    # README.md).
+    Config("chan_pingpong", "procs=1, 1M round trips, traced",
+           "--procs=1 --n=1000000 --trace=1", "--procs=1 --n=100000 --trace=1",
+           "go", (Figure("ns_per_op", LOW),)),
     Config("skynet", "procs=1, 1M leaves",
            "--procs=1 --n=1000000", "--procs=1 --n=10000", "go",
            (Figure("total_ms", LOW, "C/Go <= 0.5"),)),
@@ -158,6 +165,11 @@ SUITE = (
     Config("http", "wrk, 64 conns, 10 s, vs Go's net/http",
            "--conns=64 --duration=10 --warmup=2",
            "--conns=64 --duration=1 --warmup=0", "gohttp",
+           (Figure("rps", HIGH),
+            Figure("cpu_us_per_req", LOW))),
+    Config("http", "the same, both servers tracing as they serve",
+           "--conns=64 --duration=10 --warmup=2 --trace=1",
+           "--conns=64 --duration=1 --warmup=0 --trace=1", "gohttp",
            (Figure("rps", HIGH),
             Figure("cpu_us_per_req", LOW))),
     Config("udp_echo", "procs=2, 16 clients x 64 B datagrams, server apart",
@@ -252,6 +264,8 @@ CALLGRIND = (
     Callgrind("switch", "boost", 1, (1000000, 200000), (3000000, 600000),
               "--procs=1"),
     Callgrind("yield", None, 2, (100000, 20000), (300000, 60000), "--procs=1"),
+    Callgrind("chan_pingpong", None, 1, (100000, 20000), (300000, 60000),
+              "--procs=1"),
 )
 
 # The table's words for an output key; (benchmark, key) first, then key.

@@ -360,6 +360,73 @@ GMP_EXTERN int gmp_stats_read(gmp_stats *out);
  * gmp_shutdown puts back the handler that was there before. */
 GMP_EXTERN int gmp_dump(FILE *f);
 
+/* Histograms of what the scheduler does, always kept (Go's
+ * /sched/latencies:seconds and friends). Bucket i counts durations d with
+ * 2^i <= d < 2^(i+1) nanoseconds; bucket 0 also counts d < 1 ns, and the
+ * last bucket everything from 2^39 ns (about 9 minutes) up. The counts
+ * are of samples: one ready in 64 and one system call in 16, per P, are
+ * measured (so the shape, not the total, is what they tell), and a slice
+ * is measured when the scheduler's slow path starts it (at least one in
+ * 61 on a busy P) or its task's ready was sampled. docs/debugging.md has
+ * the details. */
+#define GMP_HIST_BUCKETS 40
+typedef struct gmp_metrics {
+	uint64_t sched_latency[GMP_HIST_BUCKETS]; /* a ready -> the task runs */
+	uint64_t syscall_time[GMP_HIST_BUCKETS];  /* gmp_enter_syscall ->
+						     gmp_exit_syscall     */
+	uint64_t slice_time[GMP_HIST_BUCKETS];    /* one run of a task on a
+						     P, until its next
+						     switch point         */
+} gmp_metrics;
+
+/* Fills *out with the counts since gmp_init (read without stopping
+ * anything, so a count made at that moment may be missed). Returns 0, or
+ * -EINVAL for NULL; with the runtime not running every count is 0. Any
+ * thread; never switches. */
+GMP_EXTERN int gmp_metrics_read(gmp_metrics *out);
+
+/* The execution trace: every run of every task on every P, with the
+ * readies that caused them, the parks with their wait reasons, system
+ * calls, creates and exits, handoffs, retakes, detaches and steals, and
+ * what each thread (M) did, written as Chrome trace-event JSON that
+ * ui.perfetto.dev and chrome://tracing open as it is (docs/debugging.md
+ * describes the tracks, names and arguments, and src/tools/gmp-trace
+ * summarises a trace and draws a picture of it).
+ *
+ * gmp_trace_start starts recording and writes the trace to path when
+ * gmp_trace_stop is called, or gmp_shutdown, or the process exits
+ * normally (exit, a return from main). Events are kept in memory per P and
+ * moved to a file beside path by a thread of the tracer while the trace
+ * runs; the JSON is written once it stops. Starting the trace starts the
+ * runtime if it is off. Returns 0; -EBUSY if a trace is running; -EINVAL
+ * for NULL or ""; -errno if path cannot be opened for writing (or the
+ * runtime could not be started). Any thread, a task included; it does not
+ * switch, but it blocks the calling thread while it sets up (a task
+ * calling it holds its P meanwhile).
+ *
+ * gmp_trace_stop stops recording and writes the trace; it returns 0 once
+ * the file is written and closed, -ENOENT if no trace is running, -EIO
+ * (or -errno) if writing failed. Any thread, a task included; it blocks
+ * the calling thread while it writes (for seconds with a long trace).
+ *
+ * GMP_TRACE=path makes gmp_init start a trace to path. GMP_TRACE=
+ * flight:N:path starts the flight recorder instead: it keeps only the
+ * last N MiB of events in memory (and writes nothing until asked), and
+ * gmp_trace_dump writes that window to path; so does SIGQUIT with
+ * GMP_DEBUG=sigquit=1, and an abort of the runtime (a broken invariant,
+ * "gmp: ..."), before the process ends. */
+GMP_EXTERN int gmp_trace_start(const char *path);
+GMP_EXTERN int gmp_trace_stop(void);
+
+/* Writes the flight recorder's window (the last N MiB of events) to path,
+ * or to the path GMP_TRACE named if path is NULL, and goes on recording.
+ * With a full trace running (not the flight recorder) it writes what has
+ * been recorded so far, and the trace goes on too. Returns 0; -ENOENT if
+ * no trace is running; -EINVAL if path is NULL and none was given;
+ * -errno if the file cannot be written. Any thread, a task included; it
+ * blocks the calling thread while it writes. */
+GMP_EXTERN int gmp_trace_dump(const char *path);
+
 /* ------------------------------------------------------------------------
  * 9 to 11. Synchronisation, time and I/O
  *

@@ -205,6 +205,13 @@ static inline bool gmp__cas8_full(volatile uint8_t *p, uint8_t o, uint8_t n)
 	return AO_char_compare_and_swap_full((volatile unsigned char *)p, o, n);
 }
 
+/* Two adjacent flag bytes tested as one (a P's attn, internal.h): a
+ * 16-bit relaxed load of a word whose bytes are stored one at a time. */
+static inline uint16_t gmp__load16_rlx(const volatile uint16_t *p)
+{
+	return AO_short_load((const volatile unsigned short *)p);
+}
+
 /* A CPU hint for spin-wait loops. */
 static inline void gmp__cpu_relax(void)
 {

@@ -31,6 +31,7 @@
 #include "preempt.h"
 #include "runq.h"
 #include "runtime.h"
+#include "trace.h"
 
 /* ---- a tiny formatter ------------------------------------------------------ */
 
@@ -133,7 +134,7 @@ RACY_READER static int64_t m_id(const gmp__m *m)
  * for a G that is not live (dead or not yet set up): nothing is written. */
 RACY_READER static bool task_line(struct out *o, gmp_g *g)
 {
-	uint32_t st = gmp__load32_acq(&g->status) & ~(uint32_t)GMP__G_SCAN;
+	uint32_t st = gmp__load32_acq(&g->status) & ~(uint32_t)GMP__G_FLAGS;
 	if (st == GMP__G_DEAD || st == GMP__G_IDLE)
 		return false;
 	out_str(o, "task ");
@@ -230,7 +231,7 @@ RACY_READER void gmp__sched_detail(FILE *f)
 	}
 	for (gmp_g *g = gmp__loadp_acq(&gmp__allg); g; g = g->allglink) {
 		uint32_t st = gmp__load32_acq(&g->status) &
-			      ~(uint32_t)GMP__G_SCAN;
+			      ~(uint32_t)GMP__G_FLAGS;
 		if (st == GMP__G_DEAD || st == GMP__G_IDLE)
 			continue;
 		out_str(&o, "  G");
@@ -292,6 +293,9 @@ static void sigquit_handler(int sig)
 	out_str(&o, "SIGQUIT: quit\n");
 	tasks(&o);
 	out_flush(&o);
+	/* A trace being recorded (the flight recorder's window, above all)
+	 * is written before the process goes. */
+	gmp__trace_dump_emergency();
 	_exit(2);
 }
 

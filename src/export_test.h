@@ -141,4 +141,15 @@ void gmp__uring_set_entries(unsigned n);
  * already). */
 uint64_t gmp__pd_deadline_arms(void);
 
+/* metrics.c: measure one ready in `ready` and one system call in
+ * `syscall` from now on (0: the defaults, 64 and 16), so that a test can
+ * measure each one. */
+void gmp__metrics_set_sampling(int32_t ready, int32_t syscall);
+
+/* trace.c: starts the flight recorder (keeping mb MiB) with path for its
+ * dumps, as GMP_TRACE=flight:mb:path would; and the bytes the recorder
+ * holds in chunks now (its memory, less a few words of bookkeeping). */
+int gmp__trace_start_flight(const char *path, uint64_t mb);
+size_t gmp__trace_bytes(void);
+
 #endif

@@ -20,6 +20,7 @@
 #include "sema.h"
 #include "stack.h"
 #include "thread.h"
+#include "trace.h"
 #include "uring.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -41,6 +42,7 @@ static void child(void)
 	gmp__stack_forked();
 	gmp__pd_forked();
 	gmp__cgroup_forked();
+	gmp__trace_forked();
 }
 
 static void register_handler(void)

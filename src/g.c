@@ -34,7 +34,7 @@ static const char *const gstatus_names[GMP__G_NSTATES] = {
 
 const char *gmp__gstatus_name(uint32_t s)
 {
-	s &= ~(uint32_t)GMP__G_SCAN;
+	s &= ~(uint32_t)GMP__G_FLAGS;
 	return s < GMP__G_NSTATES ? gstatus_names[s] : "?";
 }
 

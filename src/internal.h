@@ -69,6 +69,65 @@ _Noreturn void gmp__throw(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), cold));
 
 /* ------------------------------------------------------------------------
+ * Tracing and metrics state kept in Ms and Ps (trace.h, trace.c,
+ * metrics.c explain it). */
+
+/* Where one writer of trace events is filling its current chunk: a P
+ * (its holder), an M (its thread, while it holds no P), or the shared
+ * side buffer (under its lock). pos/end point into chunk's words; epoch is
+ * the trace the chunk belongs to. Owner. */
+typedef struct gmp__trsrc {
+	uint64_t *pos, *end;
+	struct gmp__trchunk *chunk;
+	uint32_t epoch;
+	uint64_t id;  /* kind << 56 | number: whose events these are */
+	uint64_t seq; /* chunks this source has filled in this trace */
+} gmp__trsrc;
+
+enum { GMP__HIST_NBUCKETS = 40 }; /* GMP_HIST_BUCKETS */
+enum { GMP__HIST_SCHED = 0, GMP__HIST_SYSCALL = 1, GMP__HIST_SLICE = 2 };
+
+typedef struct gmp__ptrace {
+	/* Readies and system calls until the hook's next slow call (1 while
+	 * tracing: each one is recorded; never 0 between calls), and, while
+	 * tracing, until the next measured one. Owner. */
+	uint32_t ready_tick, sys_tick;
+	int32_t ready_left, sys_left;
+	/* A measured slice is open: the tick it began (0: none); owner
+	 * writes, stall.c reads racily. */
+	volatile uint64_t slice_t0;
+	/* While tracing: the task whose run is open on this P, 0 if none,
+	 * and why the last switch on this P happened if not by schedule()'s
+	 * own reading of the task (GMP__TRSTOP_*). Owner. */
+	int64_t rung;
+	gmp_g *rungp;
+	uint32_t stopwhy;
+	gmp__trsrc src;
+	/* The P's schedule() rounds that the tracer's byte sent the slow way
+	 * (owner writes, stall.c reads racily), and sysmon's record of the
+	 * stretch it watches on this P (sysmon only; stall.c). */
+	volatile uint32_t sched_seen;
+	uint32_t stall_tick, stall_seen;
+	bool stall_reported;
+	gmp_g *stall_g;
+	int64_t stall_gid, stall_since;
+	/* The histograms: owner writes (a relaxed load and store of its
+	 * own counter, no read-modify-write), gmp_metrics_read reads racily. */
+	volatile uint64_t hist[3][GMP__HIST_NBUCKETS];
+} gmp__ptrace;
+
+typedef struct gmp__mtrace {
+	gmp__trsrc src;   /* events while the M holds no P; owner */
+	uint64_t sys_t0;  /* tick a measured system call began, 0: none */
+	bool sys_sampled; /* it counts in the histogram (else only traced) */
+	/* sysmon only (stall.c): a detached task's stretch, carried over
+	 * from the P it was detached from. */
+	bool stall_reported;
+	gmp_g *stall_g;
+	int64_t stall_gid, stall_since;
+} gmp__mtrace;
+
+/* ------------------------------------------------------------------------
  * G: a task.
  *
  * States (Go's _G* states, one transition helper: gmp__casgstatus):
@@ -89,6 +148,13 @@ _Noreturn void gmp__throw(const char *fmt, ...)
  * syscall) while it inspects the G's M and P: while it is set the G cannot
  * leave SYSCALL, so the inspector may take the P (Go 1.26's scheme, see
  * src/syscall.c).
+ *
+ * The TRACK bit may be set on RUNNABLE by whoever readied the G, before it
+ * queues it, when the ready was sampled for the scheduling-latency
+ * histogram (metrics.c): execute's transition to RUNNING then finds a
+ * status that is not plain RUNNABLE and takes the cold path, which
+ * measures the wait and drops the bit. Readers of a G's status that
+ * compare it mask GMP__G_FLAGS.
  */
 enum gmp__gstatus {
 	GMP__G_IDLE = 0,
@@ -99,6 +165,8 @@ enum gmp__gstatus {
 	GMP__G_DEAD = 5,
 	GMP__G_NSTATES,
 	GMP__G_SCAN = 0x1000,
+	GMP__G_TRACK = 0x2000,
+	GMP__G_FLAGS = GMP__G_SCAN | GMP__G_TRACK,
 };
 
 /* Why a task waits; printed by dumps and the gdb extension. */
@@ -146,9 +214,16 @@ struct gmp_g {
 	/* gmp_main's task, until its function returns: the waiting thread
 	 * that gmp_exit must tell (runtime.c); NULL otherwise. Owner. */
 	struct gmp__main *mainwait;
-	gmp_g *schedlink;   /* next in a run queue or free list; queue owner */
-	gmp_g *gfreebatch;  /* global free list: the next batch (on the
-				   first G of a batch); under gfree.lock */
+	gmp_g *schedlink; /* next in a run queue or free list; queue owner */
+	/* gfreebatch: global free list: the next batch (on the first G of a
+	 * batch); under gfree.lock. readyt: while the G is RUNNABLE with the
+	 * TRACK bit (a dead G's field is never a live G's), the tick of the
+	 * sampled ready (metrics.c); written by the readier before it
+	 * queues the G, read and cleared by execute. */
+	union {
+		gmp_g *gfreebatch;
+		uint64_t readyt;
+	};
 	gmp__m *volatile m; /* the M running it; NULL when not running;
 				   owner writes, sysmon reads racily */
 	gmp__m *lastm;      /* racy: the M it ran on last (for dumps) */
@@ -257,6 +332,10 @@ struct gmp__m {
 	uintptr_t asan_g0_low; /* lowest live g0 frame when it left g0 */
 	void *tsan_fiber_g0, *tsan_fiber_thread;
 	uint32_t tsan_g0_rounds;
+
+	/* Tracing and metrics (trace.h): this M's event buffer, used while
+	 * it holds no P, and the sampled system call in progress. */
+	gmp__mtrace tr;
 };
 
 /* ------------------------------------------------------------------------
@@ -286,8 +365,19 @@ struct gmp__p {
 	gmp__m *volatile m;          /* holder; racy reads by sysmon */
 	volatile uint32_t schedtick; /* owner writes, sysmon reads (racy) */
 	volatile uint32_t syscalltick; /* owner writes, sysmon reads (racy) */
-	volatile bool preempt; /* sysmon: the slice expired, skip runnext */
-	uint32_t rand;         /* owner: randomised-scheduling state */
+	/* Why the next schedule() on this P must take the slow way: the
+	 * scheduler's short path tests both bytes at once (attn).
+	 * preempt: sysmon: the slice expired, skip runnext. tattn: the
+	 * tracer (trace.h): a measured slice is open, or a trace is being
+	 * recorded; set by the owner, and by gmp_trace_start on every P. */
+	union {
+		volatile uint16_t attn;
+		struct {
+			volatile bool preempt;
+			volatile uint8_t tattn;
+		};
+	};
+	uint32_t rand; /* owner: randomised-scheduling state */
 
 	/* sysmon's private record of what it saw (src/sysmon.c). */
 	struct {
@@ -341,6 +431,11 @@ struct gmp__p {
 	volatile uint32_t runqtail;
 	gmp_g *volatile runnext;
 	gmp_g *volatile runq[GMP__RUNQ_SIZE];
+
+	/* Tracing and metrics (trace.h): the sampling counters, the open
+	 * measured slice, the trace's event buffer, the histograms. Last,
+	 * on lines of their own. */
+	__attribute__((aligned(GMP__CACHELINE))) gmp__ptrace tr;
 };
 
 /* ------------------------------------------------------------------------
@@ -528,6 +623,7 @@ typedef struct gmp__settings {
 	int stack_guard;                /* GMP__GUARD_AUTO/ALWAYS/NEVER */
 	int64_t idle_thread_timeout_ns; /* 0: keep idle threads */
 	int schedtrace_ms, scheddetail, randomize, sigquit;
+	int stall_ms;            /* GMP_DEBUG=stall=MS (stall.c); 0: off */
 	bool maxprocs_from_user; /* maxprocs was given, not detected */
 	bool preempt;            /* GMP_PREEMPT: sysmon may detach Ps */
 	bool io_uring;           /* GMP_IO_URING: file I/O through rings */
@@ -660,6 +756,35 @@ gmp__casgstatus(gmp_g *g, uint32_t from, uint32_t to)
 	if (GMP__UNLIKELY(cur != from))
 		gmp__gstatus_bad(g, cur, from, to);
 	gmp__store32_rel(&g->status, to);
+}
+
+_Noreturn void gmp__execute_odd(gmp__m *m, gmp_g *g, bool inherit, uint32_t cur)
+	__attribute__((cold));
+
+/* gmp__casgstatus(g, RUNNABLE, RUNNING) as execute makes it, the one
+ * transition out of RUNNABLE: a status that is not plain RUNNABLE goes to
+ * gmp__execute_odd (sched.c), which measures a sampled ready (TRACK) and
+ * executes g again, or aborts as casgstatus would. That path never
+ * returns here, so execute's own code is what it is without the bit. */
+static inline __attribute__((always_inline)) void
+gmp__casgstatus_execute(gmp__m *m, gmp_g *g, bool inherit)
+{
+	uint32_t cur = gmp__load32_rlx(&g->status);
+	if (GMP__UNLIKELY(cur != GMP__G_RUNNABLE))
+		gmp__execute_odd(m, g, inherit, cur);
+	/* release: as in gmp__casgstatus */
+	gmp__store32_rel(&g->status, GMP__G_RUNNING);
+}
+
+/* A ready sampled for the latency histogram (metrics.c): g, RUNNABLE and
+ * not yet queued by its readier, gets the TRACK bit. */
+static inline void gmp__gstatus_track(gmp_g *g)
+{
+	uint32_t cur = gmp__load32_rlx(&g->status);
+	if (GMP__UNLIKELY(cur != GMP__G_RUNNABLE))
+		gmp__gstatus_bad(g, cur, GMP__G_RUNNABLE, GMP__G_RUNNABLE);
+	/* release: as the RUNNABLE store it follows */
+	gmp__store32_rel(&g->status, GMP__G_RUNNABLE | GMP__G_TRACK);
 }
 
 /* ------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include "scheduler.h"
 #include "syscall.h"
 #include "task.h"
+#include "trace.h"
 
 enum {
 	BARRIER_NONE = 0,
@@ -237,6 +238,7 @@ static void reattach_wait(gmp_g *g)
 	gmp__unlock(&gmp__sched.lock);
 	if (p) {
 		gmp__acquirep(m, p);
+		gmp__trace_run(m, p, g, true);
 		gmp__execute(m, g, false);
 	}
 	gmp__schedule_locked(m);

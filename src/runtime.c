@@ -26,8 +26,9 @@
 #include "slice.h"
 #include "stack.h"
 #include "sysmon.h"
-#include "uring.h"
 #include "timer.h"
+#include "trace.h"
+#include "uring.h"
 
 enum { RT_OFF = 0, RT_RUNNING = 1, RT_DRAINING = 2 };
 
@@ -117,6 +118,8 @@ static int parse_debug(const char *s, gmp__settings *st)
 			st->randomize = (int)v;
 		else if (!strcmp(kv, "sigquit"))
 			st->sigquit = (int)v;
+		else if (!strcmp(kv, "stall"))
+			st->stall_ms = (int)v;
 		else
 			return -EINVAL;
 	}
@@ -136,7 +139,8 @@ static bool is_valid_stack_size(size_t n)
  * that would apply were it in effect, even where cfg overrides it: a bad
  * value is a mistake to report, not to hide behind the config. */
 static int settings_from(const gmp_config *cfg, gmp__settings *st,
-			 int *maxprocs, int *max_threads)
+			 gmp__trace_settings *trs, int *maxprocs,
+			 int *max_threads)
 {
 	gmp_config c = { 0 };
 	if (cfg)
@@ -225,6 +229,9 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 		return -EINVAL;
 	st->debug = v != NULL;
 
+	if (gmp__trace_parse(env("GMP_TRACE"), trs))
+		return -EINVAL;
+
 	/* Last, once everything has been found valid: the default reads
 	 * the affinity mask and the cgroup files. */
 	if (c.maxprocs == 0)
@@ -241,8 +248,9 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 static int init(const gmp_config *cfg)
 {
 	gmp__settings st;
+	gmp__trace_settings trs;
 	int maxprocs, max_threads;
-	int err = settings_from(cfg, &st, &maxprocs, &max_threads);
+	int err = settings_from(cfg, &st, &trs, &maxprocs, &max_threads);
 	if (err)
 		return err;
 	/* From a task (or an unlock function) the runtime is running, or
@@ -257,6 +265,8 @@ static int init(const gmp_config *cfg)
 		return 0;
 	}
 	gmp__cfg = st;
+	gmp__trace_cfg = trs;
+	gmp__ticks_init(); /* before anything takes a sample */
 	gmp__sigmask_save();
 	gmp__stack_init();
 	gmp__preempt_init(); /* before sysmon, which detaches */
@@ -277,6 +287,7 @@ static int init(const gmp_config *cfg)
 		gmp__sigquit_install();
 		gmp__signal_install();
 		gmp__fork_init();
+		gmp__trace_init(); /* GMP_TRACE's trace, now that Ps exist */
 	}
 	pthread_mutex_unlock(&api_lock);
 	return err;
@@ -344,6 +355,8 @@ GMP_EXTERN int gmp_shutdown(void)
 	 * and wait for any task one started as it fired. */
 	while (gmp__timers_drop_all())
 		wait_no_tasks(false);
+	/* The trace, written while the threads still exist to be named. */
+	gmp__trace_shutdown();
 	gmp__sigquit_restore();
 	gmp__signal_restore();
 	/* Users of the runtime's structures from other threads (stats,
@@ -352,6 +365,8 @@ GMP_EXTERN int gmp_shutdown(void)
 	pthread_rwlock_wrlock(&rt_lock);
 	gmp__sysmon_stop();
 	gmp__sched_stop();
+	gmp__trace_release(); /* no M is left to write into a chunk */
+	gmp__metrics_reset();
 	gmp__gfree_all();
 	gmp__stack_release_all();
 	gmp__store32_rel(&rt_state, RT_OFF);
@@ -511,7 +526,7 @@ static void stats_read(gmp_stats *st)
 	st->threads_total = gmp__load32_rlx(&gmp__sched.nthreads);
 	st->tasks_live = (uint64_t)gmp__tasks_live();
 	for (gmp_g *g = gmp__loadp_acq(&gmp__allg); g; g = g->allglink) {
-		switch (gmp__load32_rlx(&g->status) & ~(uint32_t)GMP__G_SCAN) {
+		switch (gmp__load32_rlx(&g->status) & ~(uint32_t)GMP__G_FLAGS) {
 		case GMP__G_RUNNABLE:
 			st->tasks_runnable++;
 			break;

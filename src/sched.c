@@ -69,6 +69,7 @@
 #include "scheduler.h"
 #include "sysmon.h"
 #include "thread.h"
+#include "trace.h"
 #include "uring.h"
 
 gmp__sched_t gmp__sched;
@@ -198,6 +199,7 @@ void gmp__acquirep(gmp__m *m, gmp__p *p)
 	gmp__storep_rel(&p->m, m); /* sysmon: p->m (acquire) then m->curg */
 	/* release: sysmon and stealers read status racily */
 	gmp__store32_rel(&p->status, GMP__P_RUNNING);
+	gmp__trace_pstart(m, p);
 }
 
 gmp__p *gmp__releasep(gmp__m *m)
@@ -206,6 +208,7 @@ gmp__p *gmp__releasep(gmp__m *m)
 	if (!p || p->m != m || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
 		gmp__throw("releasep: M %lld does not hold a running P",
 			   (long long)m->id);
+	gmp__trace_pstop(m, p, GMP__TRP_RELEASE);
 	gmp__storep_rlx(&m->p, NULL);
 	gmp__storep_rlx(&p->m, NULL);
 	gmp__store32_rel(&p->status, GMP__P_IDLE);
@@ -285,6 +288,7 @@ void gmp__stopm(gmp__m *m)
 	}
 	mput(m);
 	gmp__unlock(&gmp__sched.lock);
+	gmp__trace_mpark(m, false);
 	if (GMP__UNLIKELY(gmp__cfg.randomize))
 		gmp__jitter();
 	int64_t timeout = gmp__cfg.idle_thread_timeout_ns;
@@ -294,6 +298,7 @@ void gmp__stopm(gmp__m *m)
 	}
 	gmp__notesleep(&m->park);
 	gmp__noteclear(&m->park);
+	gmp__trace_mpark(m, true);
 	if (m->exiting)
 		gmp__mexit(m);
 	gmp__p *p = m->nextp;
@@ -353,6 +358,7 @@ void gmp__startm(gmp__p *p, bool spinning, bool lockheld)
 		gmp__throw("startm: P %d has runnable tasks", p->id);
 	gmp__storeb_rlx(&nm->spinning, spinning);
 	nm->nextp = p;
+	gmp__trace_mwake(nm);
 	gmp__notewakeup(&nm->park); /* full barrier publishes nextp */
 }
 
@@ -431,6 +437,7 @@ void gmp__handoffp(gmp__p *p)
 {
 	if (!gmp__runq_empty(p) || gmp__globrunq_has_work()) {
 		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__trace_handoff(p);
 		gmp__startm(p, false, false);
 		return;
 	}
@@ -442,6 +449,7 @@ void gmp__handoffp(gmp__p *p)
 	    gmp__cas32_full(&gmp__sched.nmspinning, 0, 1)) {
 		gmp__store32_rel(&gmp__sched.needspinning, 0);
 		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__trace_handoff(p);
 		gmp__startm(p, true, false);
 		return;
 	}
@@ -449,6 +457,7 @@ void gmp__handoffp(gmp__p *p)
 	if (gmp__sched.runq.n) {
 		gmp__unlock(&gmp__sched.lock);
 		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__trace_handoff(p);
 		gmp__startm(p, false, false);
 		return;
 	}
@@ -460,6 +469,7 @@ void gmp__handoffp(gmp__p *p)
 	    gmp__netpoll_any_waiters()) {
 		gmp__unlock(&gmp__sched.lock);
 		gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+		gmp__trace_handoff(p);
 		gmp__startm(p, false, false);
 		return;
 	}
@@ -525,11 +535,16 @@ void gmp__injectglist(gmp__gqueue *q)
 {
 	if (!q->head)
 		return;
-	for (gmp_g *g = q->head; g; g = g->schedlink)
-		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
 	gmp__m *m;
 	gmp__getg(&m); /* g0 here, or sysmon (no M) */
 	gmp__p *p = m ? m->p : NULL;
+	for (gmp_g *g = q->head; g; g = g->schedlink) {
+		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
+		if (p)
+			gmp__trace_ready(p, g, NULL, GMP__TRBY_POLL);
+		else
+			gmp__trace_ready_nop(g, GMP__TRBY_POLL);
+	}
 	if (p && q->n <= GMP__INJECT_LOCAL) {
 		/* A few Gs: this M runs them sooner than an idle P's M could
 		 * be woken (a futex wake and a context switch on the other
@@ -621,6 +636,7 @@ static gmp_g *stealwork(gmp__m *m, bool *inherit, int64_t *poll_until)
 			gmp_g *g = gmp__runq_steal(p, p2, last);
 			if (g) {
 				gmp__store64_rlx(&p->nsteals, p->nsteals + 1);
+				gmp__trace_steal(p, p2, gmp__runq_len(p) + 1);
 				return g;
 			}
 		}
@@ -690,6 +706,8 @@ static gmp_g *run_first_queue_rest(gmp__gqueue *q)
 	if (g) {
 		gmp__injectglist(q);
 		gmp__casgstatus(g, GMP__G_WAITING, GMP__G_RUNNABLE);
+		gmp__m *m = gmp__getm(); /* g0, holding our P */
+		gmp__trace_ready(m->p, g, NULL, GMP__TRBY_POLL);
 	}
 	return g;
 }
@@ -900,7 +918,7 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	gmp__storep_rel(&m->curg, g);
 	gmp__storep_rlx(&g->m, m);
 	gmp__storep_rlx(&g->lastm, m);
-	gmp__casgstatus(g, GMP__G_RUNNABLE, GMP__G_RUNNING);
+	gmp__casgstatus_execute(m, g, inherit);
 	gmp__store32_rlx(m->preemptp, 0);
 	if (!inherit)
 		gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
@@ -915,11 +933,30 @@ _Noreturn void gmp__execute(gmp__m *m, gmp_g *g, bool inherit)
 	gmp__gogo(m, g);
 }
 
+/* execute found g not plain RUNNABLE (gmp__casgstatus_execute): a ready
+ * sampled for the latency histogram is measured, and g executed again
+ * without its TRACK bit; anything else is the broken invariant that
+ * casgstatus reports. */
+_Noreturn void gmp__execute_odd(gmp__m *m, gmp_g *g, bool inherit, uint32_t cur)
+{
+	if (cur != (GMP__G_RUNNABLE | GMP__G_TRACK))
+		gmp__gstatus_bad(g, cur, GMP__G_RUNNABLE, GMP__G_RUNNING);
+	gmp__metrics_tracked(m->p, g);
+	gmp__store32_rlx(&g->status, GMP__G_RUNNABLE); /* ours: see above */
+	gmp__execute(m, g, inherit);
+}
+
 static void startlockedm(gmp__m *m, gmp_g *g);
 
 /* One round of scheduling, the general case (see gmp__schedule). */
 static _Noreturn __attribute__((noinline)) void schedule_slow(gmp__m *m)
 {
+	/* Sent here by the tracer (trace.h): the run that just ended is
+	 * recorded. A round the P takes on its own starts a measured slice
+	 * (gmp__trace_run below), unless its task inherits the slice: a P
+	 * whose schedtick stops on a global-queue turn while runnext tasks
+	 * take turns comes here at every round. */
+	bool traced = gmp__trace_sched(m, m->p);
 top:;
 	gmp__p *p = m->p;
 	if (GMP__UNLIKELY(gmp__loadb_rlx(&p->preempt))) {
@@ -953,24 +990,84 @@ top:;
 		startlockedm(m, g);
 		goto top;
 	}
+	gmp__trace_run(m, m->p, g, !traced && !inherit);
 	gmp__execute(m, g, inherit);
+}
+
+/* A measured slice's end where the clock needs calls (schedule_other). */
+static _Noreturn __attribute__((noinline, cold)) void
+schedule_slice_done(gmp__m *m)
+{
+	gmp__trace_slice_done(m->p);
+	gmp__schedule(m);
+}
+
+/* While a trace is being recorded, every round: the short path, with the
+ * end of the run and the start of the next recorded at one tick. A
+ * global-queue turn with nothing there is no reason to go the slow way
+ * (findrunnable would find the same G). */
+static _Noreturn __attribute__((noinline)) void schedule_traced(gmp__m *m)
+{
+	gmp__p *p = m->p;
+	if (!m->spinning &&
+	    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
+	    gmp__timers_next(&p->timers) == 0 &&
+	    (!globrunq_turn(p) || !gmp__globrunq_has_work())) {
+		bool inherit;
+		gmp_g *g = gmp__runq_get(p, &inherit);
+		if (g && !g->lockedm) {
+			gmp__trace_switch(m, p, g);
+			gmp__execute(m, g, inherit);
+		}
+		if (g) {
+			gmp__trace_sched(m, p);
+			startlockedm(m, g);
+		}
+	}
+	schedule_slow(m);
+}
+
+/* gmp__schedule's rounds off the short path. The attention word first,
+ * unless sysmon's request is in it (schedule_slow answers that): a trace
+ * being recorded takes schedule_traced; a measured slice's end alone is
+ * recorded (gmp__trace_slice_done) and the round starts over, on the
+ * short path. The rest goes to schedule_slow. Out of line, with only
+ * calls that never return, so that neither it nor the short path keeps a
+ * frame. */
+static _Noreturn __attribute__((noinline)) void schedule_other(gmp__m *m)
+{
+	gmp__p *p = m->p;
+	if (gmp__load16_rlx(&p->attn) && !gmp__loadb_rlx(&p->preempt)) {
+		if (gmp__tracing())
+			schedule_traced(m);
+		if (GMP__LIKELY(gmp__trace_slice_done_fast(p)))
+			gmp__schedule(m);
+		schedule_slice_done(m);
+	}
+	schedule_slow(m);
 }
 
 /* One round of scheduling: find a G and run it. Never returns.
  *
  * The common round, where the next G is in this P's own queue and nothing
- * else asks for attention, takes a short path: no slice ended (preempt),
- * the M is not spinning, the P is not being retired, it has no timers,
+ * else asks for attention, takes a short path: no slice ended (preempt)
+ * and the tracer does not want to see this round (tattn: trace.h), the M
+ * is not spinning, the P is not being retired, it has no timers,
  * and this is not one of the rounds that look at the global queue first.
  * Everything else, and an empty queue, goes to findrunnable by way of
  * schedule_slow. */
-_Noreturn void gmp__schedule(gmp__m *m)
+__attribute__((hot)) _Noreturn void gmp__schedule(gmp__m *m)
 {
 	if (m->lockedg)
 		gmp__schedule_locked(m); /* never returns; see below */
 	gmp__p *p = m->p;
+	/* attn: sysmon's preempt and the tracer's byte, one test. (Written
+	 * out, with the function marked hot: GCC otherwise predicts the
+	 * queue's part cold, leaves gmp__runq_get out of line or, forced,
+	 * lays its loop out with an extra jump, and holds m in a
+	 * callee-saved register; each costs a yield 1-3 instructions.) */
 	if (GMP__LIKELY(
-		    !gmp__loadb_rlx(&p->preempt) && !m->spinning &&
+		    !gmp__load16_rlx(&p->attn) && !m->spinning &&
 		    (uint32_t)p->id < gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
 		    gmp__timers_next(&p->timers) == 0 && !globrunq_turn(p))) {
 		bool inherit;
@@ -981,7 +1078,7 @@ _Noreturn void gmp__schedule(gmp__m *m)
 			startlockedm(m, g);
 		}
 	}
-	schedule_slow(m);
+	schedule_other(m);
 }
 
 /* For a park's unlock function that ends the switch itself: the G in m's
@@ -993,7 +1090,7 @@ _Noreturn void gmp__schedule(gmp__m *m)
 gmp_g *gmp__runnext_take(gmp__m *m)
 {
 	gmp__p *p = m->p;
-	if (m->lockedg || gmp__loadb_rlx(&p->preempt) || m->spinning ||
+	if (m->lockedg || gmp__load16_rlx(&p->attn) || m->spinning ||
 	    (uint32_t)p->id >= gmp__load32_rlx(&gmp__sched.gomaxprocs) ||
 	    gmp__timers_next(&p->timers) != 0 || globrunq_turn(p))
 		return NULL;
@@ -1022,7 +1119,7 @@ static void stoplockedm(gmp__m *m)
 	gmp__unlock(&gmp__sched.lock);
 	gmp__notesleep(&m->park);
 	gmp__noteclear(&m->park);
-	uint32_t st = gmp__readgstatus(g);
+	uint32_t st = gmp__readgstatus(g) & ~(uint32_t)GMP__G_FLAGS;
 	if (st != GMP__G_RUNNABLE)
 		gmp__throw("stoplockedm: locked task %lld is %s, not runnable",
 			   (long long)g->id, gmp__gstatus_name(st));
@@ -1034,6 +1131,7 @@ static void stoplockedm(gmp__m *m)
 _Noreturn void gmp__schedule_locked(gmp__m *m)
 {
 	stoplockedm(m);
+	gmp__trace_run(m, m->p, m->lockedg, true);
 	gmp__execute(m, m->lockedg, false);
 }
 
@@ -1054,6 +1152,7 @@ static void startlockedm(gmp__m *m, gmp_g *g)
 	gmp__p *p = gmp__releasep(m);
 	mp->nextp = p;
 	gmp__add64_rlx(&gmp__sched.nhandoffs, 1);
+	gmp__trace_handoff(p);
 	gmp__notewakeup(&mp->park);
 	gmp__stopm(m);
 }
@@ -1075,6 +1174,7 @@ static gmp__p *newp(int32_t id)
 		return NULL;
 	p->id = id;
 	p->status = GMP__P_DEAD;
+	gmp__trace_p_init(p);
 	return p;
 }
 

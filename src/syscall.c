@@ -16,6 +16,7 @@
 #include "sysmon.h"
 #include "task.h"
 #include "timer.h"
+#include "trace.h"
 
 /* gmp_enter_syscall and gmp_enter_syscall_block found no RUNNING task
  * with its P: outside a task (or on g0) they do nothing; a task that is
@@ -51,6 +52,7 @@ GMP_EXTERN void gmp_enter_syscall(void)
 		return;
 	gmp__m *m = g->m;
 	gmp__p *p = m->p;
+	gmp__trace_sysenter(m, p, g, false);
 	m->syscalltick = p->syscalltick;
 	m->oldp = p;
 	bool wake = gmp__sysmon_wanted(p);
@@ -69,6 +71,7 @@ GMP_EXTERN void gmp_enter_syscall_block(void)
 		return;
 	gmp__m *m = g->m;
 	gmp__p *p = m->p;
+	gmp__trace_sysenter(m, p, g, true);
 	int e = gmp__errno_get();
 	m->syscalltick = p->syscalltick;
 	gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
@@ -119,6 +122,7 @@ void gmp__syscall_resume(gmp_g *g)
  * on no list: the caller hands it off or runs it. */
 void gmp__syscall_takep(gmp__m *m, gmp__p *p)
 {
+	gmp__trace_pstop(m, p, GMP__TRP_TAKEN);
 	gmp__storep_rlx(&p->m, NULL);
 	gmp__storep_rlx(&m->p, NULL);
 	gmp__store32_rlx(&p->syscalltick, p->syscalltick + 1);
@@ -165,6 +169,7 @@ static void exitsyscall0(gmp_g *g)
 	gmp__unlock(&gmp__sched.lock);
 	if (p) {
 		gmp__acquirep(m, p);
+		gmp__trace_run(m, p, g, true);
 		gmp__execute(m, g, false);
 	}
 	if (locked)
@@ -194,6 +199,7 @@ GMP_EXTERN void gmp_exit_syscall(void)
 	 * this cannot wait. */
 	uint8_t was = gmp__enter(g);
 	gmp__casgstatus(g, GMP__G_SYSCALL, GMP__G_RUNNING);
+	gmp__trace_sysexit(m, g);
 	gmp__p *oldp = m->oldp;
 	m->oldp = NULL;
 	gmp__p *p = m->p;

@@ -34,6 +34,7 @@
 #include "syscall.h"
 #include "sysmon.h"
 #include "thread.h"
+#include "trace.h"
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 
@@ -267,7 +268,13 @@ static void schedtrace(int64_t now, int64_t start)
 				i ? " " : "", p ? gmp__runq_len(p) : 0);
 	}
 	if (len < (int)sizeof buf - 2)
-		len += snprintf(buf + len, sizeof buf - (size_t)len, "]\n");
+		len += snprintf(buf + len, sizeof buf - (size_t)len, "]");
+	if (len < (int)sizeof buf - 2)
+		len += gmp__metrics_schedtrace(buf + len,
+					       sizeof buf - 1 - (size_t)len);
+	if (len > (int)sizeof buf - 1)
+		len = (int)sizeof buf - 1;
+	buf[len++] = '\n';
 	fwrite(buf, 1, (size_t)len, stderr);
 	if (gmp__cfg.scheddetail)
 		gmp__sched_detail(stderr);
@@ -422,7 +429,7 @@ static void *sysmon_main(void *arg)
 			trace_ns <= 0 &&
 			gmp__load32_rlx(&gmp__sched.npidle) ==
 				gmp__load32_rlx(&gmp__sched.gomaxprocs) &&
-			!retiring_held();
+			!retiring_held() && !gmp__stall_watching();
 		uint32_t gets = gmp__load32_rlx(&gmp__sched.pidlegets);
 		bool deep = all_idle && idle_seen && gets == idle_gets;
 		idle_seen = all_idle && !deep;
@@ -466,6 +473,8 @@ static void *sysmon_main(void *arg)
 			idle = 0;
 		else
 			idle++;
+		if (gmp__cfg.stall_ms)
+			gmp__stall_check(now);
 
 		gmp__maxprocs_update(now); /* about once a second */
 		sweepnext = gmp__gfree_sweep(now);

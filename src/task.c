@@ -13,6 +13,7 @@
 #include "scheduler.h"
 #include "stack.h"
 #include "task.h"
+#include "trace.h"
 
 /* The last task id handed out; every spawn takes the next one here, from
  * a task or from any thread. Not part of gmp__sched: ids stay unique and
@@ -98,6 +99,7 @@ static gmp_g *newproc1(gmp__p *p, gmp_fn fn, void *arg)
 	else
 		gmp__add64_rlx(&gmp__sched.nspawned_nop, 1);
 	gmp__casgstatus(g, GMP__G_DEAD, GMP__G_RUNNABLE);
+	gmp__trace_create(p, g);
 	return g;
 }
 
@@ -212,6 +214,7 @@ static void gopreempt_m(gmp_g *g)
 {
 	gmp__m *m = g->m;
 	gmp__fiber_on_g0(m);
+	gmp__trace_preempted(m);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_RUNNABLE);
 	dropg(m);
 	gmp__lock(&gmp__sched.lock);
@@ -295,6 +298,7 @@ static __attribute__((noinline)) void ready_global(gmp_g *g)
 	if (gmp__rt_hold(false) != 0)
 		gmp__throw("ready of task %p while the runtime is not running",
 			   (void *)g);
+	gmp__trace_ready_nop(g, GMP__TRBY_THREAD);
 	gmp__lock(&gmp__sched.lock);
 	gmp__globrunq_put(g);
 	gmp__unlock(&gmp__sched.lock);
@@ -313,13 +317,16 @@ static inline void ready_queue(gmp_g *g, bool next, gmp_g *self)
 		ready_global(g);
 		return;
 	}
+	gmp__p *p = m->p;
 	/* g0 running a batch of timers: queued with the batch's others,
 	 * after it (gmp__ready_flush). */
 	if (GMP__UNLIKELY(m->readyq != NULL)) {
+		gmp__trace_ready(p, g, self, GMP__TRBY_TIMER);
 		gmp__gq_push(m->readyq, g);
 		return;
 	}
-	gmp__runq_put(m->p, g, next);
+	gmp__trace_ready(p, g, self, GMP__TRBY_SCHED);
+	gmp__runq_put(p, g, next);
 	/* wakep needs a #StoreLoad after the put: the full CAS on runnext
 	 * is one; a put at the tail needs its own. */
 	if (!next)
@@ -405,6 +412,7 @@ void gmp__ready_claimed_quiet(gmp_g *g, gmp_g *self)
 		gmp__throw("task %lld uses its P outside the runtime",
 			   (long long)self->id);
 	gmp__p *p = self->m->p;
+	gmp__trace_ready(p, g, self, GMP__TRBY_SCHED);
 	/* Owner's view: thieves only take from the ring and runnext, so
 	 * "nothing queued" seen here can only become truer. acquire on the
 	 * head as everywhere the owner reads it (runq_put). */
@@ -444,6 +452,7 @@ static void goexit0(gmp_g *g)
 	gmp__fiber_on_g0(m);
 	gmp__fiber_g_destroy(g);
 	gmp__casgstatus(g, GMP__G_RUNNING, GMP__G_DEAD);
+	gmp__trace_exit(m, m->p, g);
 	bool locked = g->lockedm != NULL;
 	g->lockedm = NULL;
 	gmp__storep_rlx(&m->lockedg, NULL);

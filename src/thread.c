@@ -16,6 +16,7 @@
 #include "signals.h"
 #include "stack.h"
 #include "thread.h"
+#include "trace.h"
 
 /* ---- M structs --------------------------------------------------------- */
 
@@ -103,6 +104,7 @@ static __attribute__((noinline, no_sanitize_address)) void mstart1(gmp__m *m)
 	pad[0] = 0;
 	m->g0sp = (uintptr_t)&pad[sizeof pad - 16] & ~(uintptr_t)15;
 	gmp__fiber_m_enter_g0(m);
+	gmp__trace_mstart(m);
 	if (m->mstartfn)
 		m->mstartfn(m);
 	if (m->nextp) {
@@ -157,6 +159,7 @@ _Noreturn void gmp__mexit(gmp__m *m)
 {
 	if (m->p)
 		gmp__throw("mexit: M %lld still holds a P", (long long)m->id);
+	gmp__trace_mexit(m);
 	/* sysmon writes through preemptp into this thread's TLS; stop it
 	 * before the TLS goes away (see preemptone). */
 	gmp__lock(&gmp__sched.mexit_lock);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "trace.h"
 
 /* Formats into a stack buffer and writes with one write(2), so a throw from
  * a thread in trouble (or a signal handler) does not need stdio's locks. */
@@ -23,6 +24,8 @@ _Noreturn void gmp__throw(const char *fmt, ...)
 	buf[n++] = '\n';
 	ssize_t unused = write(2, buf, (size_t)n);
 	(void)unused;
+	/* What led here, if a trace records it (the flight recorder). */
+	gmp__trace_dump_emergency();
 	abort();
 }
 

@@ -99,8 +99,11 @@ def children(pid):
 class Server:
     """One server process: started, measured, stopped."""
 
-    def __init__(self, name, args, build):
+    def __init__(self, name, args, build, trace_to=None):
+        """trace_to: a path for the server's execution trace (GMP_TRACE
+        for ours, -trace for Go's), recorded while it serves."""
         self.name, self.args, self.build = name, args, build
+        self.trace_to = trace_to
         self.proc = None
         self.port = None
         self.prefix = None
@@ -130,9 +133,13 @@ class Server:
             if self.name == "gmp":
                 env["GMP_MAXPROCS"] = "2"
                 cmd = [self.gmp_path()]
+                if self.trace_to:
+                    env["GMP_TRACE"] = self.trace_to
             else:
                 env["GOMAXPROCS"] = "2"
                 cmd = [self.go_path(), "-procs", "2"]
+                if self.trace_to:
+                    cmd += ["-trace", self.trace_to]
             self.proc = subprocess.Popen(
                 self.prefixed(cmd), env=env, stdout=subprocess.PIPE, text=True
             )

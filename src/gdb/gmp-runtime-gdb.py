@@ -36,12 +36,13 @@ import gdb
 import gdb.unwinder
 
 # src/internal.h: enum gmp__gstatus (the names are read from the
-# program's own table when its debug information has it), GMP__G_SCAN,
-# enum gmp__pstatus.
+# program's own table when its debug information has it), GMP__G_SCAN and
+# GMP__G_TRACK, enum gmp__pstatus.
 _G_STATUS = ["idle", "runnable", "running", "syscall", "waiting", "dead"]
 _G_RUNNABLE, _G_RUNNING, _G_SYSCALL, _G_WAITING, _G_DEAD = 1, 2, 3, 4, 5
 _G_IDLE = 0
 _G_SCAN = 0x1000
+_G_TRACK = 0x2000  # a sampled ready, measured as the task starts
 _P_STATUS = {0: "idle", 1: "running", 2: "dead"}
 
 # The callee-saved registers each gobuf holds (gdb register name -> gobuf
@@ -153,7 +154,7 @@ def _all_g():
 
 
 def _g_status(g):
-    return int(g["status"]) & ~_G_SCAN
+    return int(g["status"]) & ~(_G_SCAN | _G_TRACK)
 
 
 # src/preempt.h: g->detach when sysmon has taken the task's P while the

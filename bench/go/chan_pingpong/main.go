@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"gmpbench/benchtrace"
 )
 
 func main() {
 	procs := flag.Int("procs", 1, "GOMAXPROCS")
 	n := flag.Int64("n", 1000000, "round trips")
+	traceTo := flag.String("trace", "", "runtime/trace to this file (1: a temporary one)")
 	flag.Parse()
 	runtime.GOMAXPROCS(*procs)
+	stop := benchtrace.Start(*traceTo)
 
 	ping := make(chan int64)
 	pong := make(chan int64)
@@ -32,6 +36,7 @@ func main() {
 		}
 	}
 	elapsed := time.Since(start)
+	stop()
 	fmt.Printf("bench=chan_pingpong procs=%d n=%d ns_per_op=%.2f\n", *procs, *n,
 		float64(elapsed.Nanoseconds())/float64(*n))
 }

@@ -3,7 +3,7 @@
 // netpoller underneath), answering GET / with the same body and
 // Content-Type as examples/http_server and bench/http's nginx.
 //
-//	go run ./http [-port N] [-procs P]
+//	go run ./http [-port N] [-procs P] [-trace PATH]
 //
 // It prints "port=<n>" on stdout once it listens (port 0, the default,
 // picks a free one) and serves until killed.
@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+
+	"gmpbench/benchtrace"
 )
 
 var hello = []byte("Hello, world!\n")
@@ -36,10 +38,12 @@ func handler(w http.ResponseWriter, r *http.Request) {
 func main() {
 	port := flag.Int("port", 0, "TCP port on 127.0.0.1 (0: any free one)")
 	procs := flag.Int("procs", 0, "GOMAXPROCS (0: leave as is)")
+	traceTo := flag.String("trace", "", "runtime/trace to this file, until killed")
 	flag.Parse()
 	if *procs > 0 {
 		runtime.GOMAXPROCS(*procs)
 	}
+	benchtrace.Start(*traceTo)
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "http:", err)

@@ -9,13 +9,17 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"gmpbench/benchtrace"
 )
 
 func main() {
 	procs := flag.Int("procs", 1, "GOMAXPROCS")
 	n := flag.Int64("n", 5000000, "yields per goroutine")
+	traceTo := flag.String("trace", "", "runtime/trace to this file (1: a temporary one)")
 	flag.Parse()
 	runtime.GOMAXPROCS(*procs)
+	stop := benchtrace.Start(*traceTo)
 
 	var wg sync.WaitGroup
 	yielder := func() {
@@ -30,6 +34,7 @@ func main() {
 	go yielder()
 	wg.Wait()
 	elapsed := time.Since(start)
+	stop()
 	fmt.Printf("bench=yield procs=%d n=%d ns_per_op=%.2f\n", *procs, *n,
 		float64(elapsed.Nanoseconds())/(2*float64(*n)))
 }
