@@ -38,6 +38,7 @@
 #include "pollfd.h"
 #include "pollfd_impl.h"
 #include "scheduler.h"
+#include "sys.h"
 #include "task.h"
 #include "uring.h"
 #include "wait.h"
@@ -245,17 +246,13 @@ static int ready_bits(uint32_t ev, int events)
 int gmp__poll_now(int fd, int events)
 {
 	struct pollfd p = { .fd = fd, .events = (short)events };
-	int saved = errno, r;
-	while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR)
+	struct timespec zero = { 0, 0 };
+	int r;
+	while ((r = gmp__sys_ppoll(&p, 1, &zero)) == -EINTR)
 		;
 	if (r < 0)
-		r = -errno;
-	else if (p.revents & POLLNVAL)
-		r = -EBADF;
-	else
-		r = p.revents;
-	errno = saved;
-	return r;
+		return r;
+	return p.revents & POLLNVAL ? -EBADF : p.revents;
 }
 
 /* A task waits on the list for `events` until the deadline (< 0: none)
@@ -543,9 +540,7 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 		return -EBADF;
 	}
 	if (!pd->evfd1) {
-		int saved = errno;
-		int e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		errno = saved;
+		int e = gmp__sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (e >= 0)
 			pd->evfd1 = e + 1;
 	}
@@ -558,7 +553,7 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 	uint32_t gen = pd->dlgen;
 	gmp__unlock(&pd->lock);
 
-	int saved = errno, r;
+	int r;
 	for (;;) {
 		int64_t dl = mode >= 0 ? dl_after_register(pd, mode) : 0;
 		if (dl != 0 && gmp__nanotime() >= dl) {
@@ -581,16 +576,16 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 						    and the deadlines */
 		struct timespec ts = { (time_t)(left / 1000000000),
 				       (long)(left % 1000000000) };
-		int n = ppoll(p, efd >= 0 ? 2 : 1, left >= 0 ? &ts : NULL,
-			      NULL);
+		int n = gmp__sys_ppoll(p, efd >= 0 ? 2 : 1,
+				       left >= 0 ? &ts : NULL);
 		if (gmp__load32_acq(&pd->ref) & PD_CLOSING) {
 			r = -EBADF;
 			break;
 		}
 		if (n < 0) {
-			if (errno == EINTR)
+			if (n == -EINTR)
 				continue;
-			r = -errno;
+			r = n;
 			break;
 		}
 		if (p[0].revents & POLLNVAL) {
@@ -627,7 +622,6 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 	if (gen != pd->dlgen)
 		gmp__pd_dl_ack(pd);
 	gmp__unlock(&pd->lock);
-	errno = saved;
 	return r;
 }
 
@@ -742,11 +736,9 @@ static int final_close(gmp__pd *pd)
 	pd->dlack = 0;
 	gmp__store32_rel(&pd->ref, PD_CLOSING | PD_CLOSED);
 	gmp__unlock(&pd->lock);
-	int saved = errno;
 	if (efd >= 0)
-		close(efd);
-	int res = close(pd->fd) == 0 || errno == EINTR ? 0 : -errno;
-	errno = saved;
+		gmp__sys_close(efd);
+	int res = gmp__sys_close(pd->fd);
 	/* release: the reset happens before anyone takes a new reference */
 	gmp__store32_rel(&pd->ref, 0);
 	return res;
@@ -803,10 +795,7 @@ int gmp__pd_close(int fd)
 			return err;
 		/* Beyond the table, or no memory for it: nobody can wait on
 		 * this number in the runtime, so a plain close will do. */
-		int saved = errno;
-		int r = close(fd) == 0 || errno == EINTR ? 0 : -errno;
-		errno = saved;
-		return r;
+		return gmp__sys_close(fd);
 	}
 	gmp__lock(&pd->lock);
 	uint32_t v = gmp__load32_rlx(&pd->ref);
@@ -837,11 +826,10 @@ int gmp__pd_close(int fd)
 	gmp_g *rg = slot_wake(&pd->rg);
 	gmp_g *wg = slot_wake(&pd->wg);
 	gmp__waiter *chain = list_take_all(pd, -EBADF);
-	int saved = errno;
 	if (pd->evfd1) {
 		uint64_t one = 1;
-		while (write(pd->evfd1 - 1, &one, sizeof one) < 0 &&
-		       errno == EINTR)
+		while (gmp__sys_write(pd->evfd1 - 1, &one, sizeof one) ==
+		       -EINTR)
 			;
 	}
 	/* Unregister while the number still names the file (epoll cannot
@@ -851,8 +839,7 @@ int gmp__pd_close(int fd)
 	if (epgen && epgen == gmp__netpoll_generation())
 		gmp__netpoll_close(fd);
 	gmp__store32_rlx(&pd->epgen, 0);
-	int fl = fcntl(fd, F_GETFL);
-	errno = saved;
+	int fl = gmp__sys_fcntl(fd, F_GETFL, 0);
 	gmp__unlock(&pd->lock);
 
 	if (rg)
@@ -904,7 +891,7 @@ void gmp__pd_forked(void)
 			pd->dlsig = false;
 			pd->dlack = 0;
 			if (pd->evfd1)
-				close(pd->evfd1 - 1);
+				gmp__sys_close(pd->evfd1 - 1);
 			pd->evfd1 = 0;
 			/* Armed on a P of the parent's, which is gone. */
 			memset(&pd->dlt, 0, sizeof pd->dlt);
