@@ -24,7 +24,7 @@
  *
  * Every system call is made through sys.h: the instruction itself outside
  * the sanitizer builds (no cancellation bookkeeping, no errno, and never
- * libgmp-hook's functions), returning -errno.
+ * libgmp-hook's functions, design.md §32.3), returning -errno.
  *
  * errno: a task may move to another thread at every switch point, so
  * every access goes through gmp__errno_get/set (tls.c), and each call

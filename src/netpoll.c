@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "netpoll.h"
+#include "pollfd.h"
 #include "sys.h"
 #include "uring.h"
 
@@ -53,6 +54,9 @@ int gmp__netpoll_init(void)
 			 * earlier one (before a gmp_shutdown) are void, and
 			 * pollfd.c tells them apart by this number. */
 			gmp__store32_rlx(&np.gen, np.gen + 1 ? np.gen + 1 : 1);
+			/* The hook library's close must not reach them. */
+			gmp__pd_own(np.epfd, true);
+			gmp__pd_own(np.evfd, true);
 			gmp__store32_rel(&np.inited, 1); /* publishes the fds */
 		}
 	}
@@ -65,6 +69,8 @@ void gmp__netpoll_shutdown(void)
 {
 	gmp__lock(&np.lock);
 	if (np.inited) {
+		gmp__pd_own(np.epfd, false);
+		gmp__pd_own(np.evfd, false);
 		gmp__sys_close(np.epfd);
 		gmp__sys_close(np.evfd);
 		gmp__store32_rel(&np.inited, 0);

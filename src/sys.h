@@ -1,5 +1,5 @@
 /* The runtime's system calls: libgmp never calls libc for a function that
- * libgmp-hook interposes.
+ * libgmp-hook interposes (design.md §32).
  *
  * Once libgmp-hook.so is in the process, a call libgmp made through libc's
  * read, close or poll would land in the hooks: at best a detour, at worst

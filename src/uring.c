@@ -288,6 +288,7 @@ void gmp__uring_start(void)
 		say_off(ur.why_off);
 		return;
 	}
+	gmp__pd_own(e, true); /* the hook library's close must not reach it */
 	ur.why_off = NULL;
 	ur.evfd = e;
 	gmp__store32_rel(&ur.on, 1);
@@ -315,8 +316,10 @@ static void ring_close(gmp__ring *r)
 	if (r->sq_map)
 		munmap(r->sq_map, r->sq_len);
 	errno = saved;
-	if (r->fd >= 0)
+	if (r->fd >= 0) {
+		gmp__pd_own(r->fd, false);
 		gmp__sys_close(r->fd);
+	}
 }
 
 /* Sets up a ring of `entries` in r (zeroed) with the eventfd evfd
@@ -328,6 +331,7 @@ static int ring_open(gmp__ring *r, unsigned entries, int evfd)
 	r->fd = uring_setup(entries, &p);
 	if (r->fd < 0)
 		return r->fd;
+	gmp__pd_own(r->fd, true);
 	r->sq_len = p.sq_off.array + p.sq_entries * sizeof(uint32_t);
 	r->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
 	r->sqe_len = p.sq_entries * sizeof(struct io_uring_sqe);
@@ -751,8 +755,10 @@ void gmp__uring_stop(void)
 		gmp__free(r);
 		r = next;
 	}
-	if (e >= 0)
+	if (e >= 0) {
+		gmp__pd_own(e, false);
 		gmp__sys_close(e);
+	}
 }
 
 void gmp__uring_forked(void)
