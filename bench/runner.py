@@ -364,6 +364,10 @@ class Runner:
                 return self.exe("bench/echo") and self.exe("bench/floor/echo_floor")
             if cfg.twin == "yard":
                 return self.exe("bench/floor/" + cfg.name)
+            if cfg.name == "hook_redis" and not (
+                    shutil.which("redis-server")
+                    and shutil.which("redis-benchmark")):
+                return False
             return self.exe("bench/" + cfg.name)
         if cfg.twin in ("echo", "floor"):
             return (bool(self.go) and self.exe("bench/echo")
@@ -481,6 +485,14 @@ class Runner:
             else:
                 note("  skipped: no %s/examples/http_server "
                      "(GMP_BUILD_EXAMPLES=OFF?)" % self.build)
+            return True
+        elif cfg.name == "hook_redis":
+            if not self.exe("bench/hook_redis"):
+                note("  skipped: no %s/bench/hook_redis (built only where "
+                     "libhiredis-dev is installed)" % self.build)
+            else:
+                note("  skipped: redis-server or redis-benchmark is not "
+                     "installed (Debian: apt-get install redis-server)")
             return True
         else:
             note("  FAILED: no C program for %s in %s" % (cfg.name, self.build))

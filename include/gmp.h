@@ -839,6 +839,27 @@ GMP_EXTERN int gmp_sem_timed_acquire(gmp_sem *s, int64_t deadline_ns);
  * blocks, never switches. A count beyond INT64_MAX aborts. */
 GMP_EXTERN void gmp_sem_release(gmp_sem *s);
 
+/* ------------------------------------------------------------------------
+ * 12. The hook library
+ *
+ * libgmp-hook.so (SONAME libgmp-hook.so.0), a second library beside
+ * libgmp.so, interposes libc's blocking calls (read, write, recv, send,
+ * accept, connect, poll, select, epoll_wait, the sleeps, getaddrinfo,
+ * fsync, ...) so that code written for threads, a database client or an
+ * HTTP library, runs unchanged in tasks: a call that would block parks
+ * the task instead of holding its thread. Outside a task every hooked
+ * call is libc's. A program gets it by linking it ahead of libc (pkg-config
+ * gmp-runtime-hook, or CMake's gmp::hook) or with LD_PRELOAD; a program
+ * that does neither sees no change. GMP_HOOK=off (read when the library
+ * loads) sends every call straight to libc; a value other than on or off
+ * makes gmp_init return -EINVAL. See docs/guide.md, "Unmodified blocking
+ * code".
+ */
+
+/* 1 while libgmp-hook is loaded in the process and GMP_HOOK is not off,
+ * else 0. Any thread, before gmp_init too; never switches. */
+GMP_EXTERN int gmp_hook_active(void);
+
 /* The library's version as "MAJOR.MINOR.PATCH", a static string. Compare
  * it with the GMP_VERSION_* macros to find a program built against one
  * header but running with another libgmp. Any thread, before gmp_init

@@ -37,6 +37,7 @@
 
 #include "export_test.h"
 #include "internal.h"
+#include "sys.h"
 
 enum { CG_NONE = 0, CG_V1 = 1, CG_V2 = 2 };
 
@@ -51,24 +52,23 @@ struct cgmount {
  * or -errno. */
 static int read_small(const char *path, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = gmp__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	size_t n = 0;
 	while (n + 1 < size) {
-		ssize_t r = read(fd, buf + n, size - 1 - n);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = gmp__sys_read(fd, buf + n, size - 1 - n);
+		if (r == -EINTR)
 			continue;
 		if (r < 0) {
-			int err = errno;
-			close(fd);
-			return -err;
+			gmp__sys_close(fd);
+			return (int)r;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
+	gmp__sys_close(fd);
 	buf[n] = 0;
 	return (int)n;
 }

@@ -31,6 +31,7 @@
 #include "preempt.h"
 #include "runq.h"
 #include "runtime.h"
+#include "sys.h"
 #include "trace.h"
 
 /* ---- a tiny formatter ------------------------------------------------------ */
@@ -51,8 +52,9 @@ static void out_flush(struct out *o)
 	} else {
 		size_t off = 0;
 		while (off < o->len) {
-			ssize_t r = write(o->fd, o->buf + off, o->len - off);
-			if (r < 0 && errno == EINTR)
+			ssize_t r = gmp__sys_write(o->fd, o->buf + off,
+						   o->len - off);
+			if (r == -EINTR)
 				continue;
 			if (r <= 0) {
 				o->failed = true;

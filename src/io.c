@@ -16,17 +16,19 @@
  * block is never decided from a cache of O_NONBLOCK:
  *
  *   on a socket, every attempt is first made with MSG_DONTWAIT, outside
- *   the syscall bracket (outside the sanitizer builds, with the
- *   system-call instruction itself); only when it finds nothing to do on
+ *   the syscall bracket; only when it finds nothing to do on
  *   a socket not known to be non-blocking (gmp__pd_nonblock, else one
  *   fcntl) does the plain call follow, inside the bracket;
  *   anything else (a pipe, a terminal, a file without the ring) makes
  *   every attempt inside the bracket.
  *
+ * Every system call is made through sys.h: the instruction itself outside
+ * the sanitizer builds (no cancellation bookkeeping, no errno, and never
+ * libgmp-hook's functions, design.md §32.3), returning -errno.
+ *
  * errno: a task may move to another thread at every switch point, so
- * every access goes through gmp__errno_get/set (tls.c), right after the
- * system call and before gmp_exit_syscall, and each call restores the
- * caller's errno before it returns.
+ * every access goes through gmp__errno_get/set (tls.c), and each call
+ * restores the caller's errno before it returns.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -41,26 +43,8 @@
 #include "pollfd.h"
 #include "preempt.h"
 #include "sema.h"
+#include "sys.h"
 #include "uring.h"
-
-#include <sys/syscall.h>
-
-/* Whether the socket calls that cannot block are made with the system-call
- * instruction itself. Not in the sanitizer builds: ASan's interceptors of
- * recv and send check the caller's buffers, and TSan's record the
- * synchronisation that data sent through a socket carries between
- * threads; there the same calls go through libc. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define IO_RAW 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||     \
-	__has_feature(memory_sanitizer)
-#define IO_RAW 0
-#endif
-#endif
-#ifndef IO_RAW
-#define IO_RAW 1
-#endif
 
 /* Regular files and block devices go to file_io (below gmp_pwrite), which
  * learns the kind with an fstat the first time (and every time after for
@@ -162,51 +146,27 @@ static int io_wait(struct io *io, int mode)
 
 /* recvfrom(2), sendto(2), recvmsg(2) and sendmsg(2) with MSG_DONTWAIT
  * added, outside the syscall bracket (see the top). Return the result or
- * -errno, and leave errno alone where they make the call themselves. */
+ * -errno, and leave errno alone. */
 static inline ssize_t nb_recvfrom(int fd, void *buf, size_t n, int flags,
 				  struct sockaddr *addr, socklen_t *len)
 {
-#if IO_RAW
-	return gmp__ctx_syscall6(SYS_recvfrom, fd, (long)buf, (long)n,
-				 flags | MSG_DONTWAIT, (long)addr, (long)len);
-#else
-	ssize_t r = recvfrom(fd, buf, n, flags | MSG_DONTWAIT, addr, len);
-	return r < 0 ? -gmp__errno_get() : r;
-#endif
+	return gmp__sys_recvfrom(fd, buf, n, flags | MSG_DONTWAIT, addr, len);
 }
 
 static inline ssize_t nb_sendto(int fd, const void *buf, size_t n, int flags,
 				const struct sockaddr *addr, socklen_t len)
 {
-#if IO_RAW
-	return gmp__ctx_syscall6(SYS_sendto, fd, (long)buf, (long)n,
-				 flags | MSG_DONTWAIT, (long)addr, (long)len);
-#else
-	ssize_t r = sendto(fd, buf, n, flags | MSG_DONTWAIT, addr, len);
-	return r < 0 ? -gmp__errno_get() : r;
-#endif
+	return gmp__sys_sendto(fd, buf, n, flags | MSG_DONTWAIT, addr, len);
 }
 
 static inline ssize_t nb_recvmsg(int fd, struct msghdr *m, int flags)
 {
-#if IO_RAW
-	return gmp__ctx_syscall6(SYS_recvmsg, fd, (long)m, flags | MSG_DONTWAIT,
-				 0, 0, 0);
-#else
-	ssize_t r = recvmsg(fd, m, flags | MSG_DONTWAIT);
-	return r < 0 ? -gmp__errno_get() : r;
-#endif
+	return gmp__sys_recvmsg(fd, m, flags | MSG_DONTWAIT);
 }
 
 static inline ssize_t nb_sendmsg(int fd, const struct msghdr *m, int flags)
 {
-#if IO_RAW
-	return gmp__ctx_syscall6(SYS_sendmsg, fd, (long)m, flags | MSG_DONTWAIT,
-				 0, 0, 0);
-#else
-	ssize_t r = sendmsg(fd, m, flags | MSG_DONTWAIT);
-	return r < 0 ? -gmp__errno_get() : r;
-#endif
+	return gmp__sys_sendmsg(fd, m, flags | MSG_DONTWAIT);
 }
 
 /* Whether a receive with the caller's flags tries the call that cannot
@@ -225,7 +185,7 @@ static inline bool nb_first(const struct io *io, int flags)
  * connected itself); on a blocking one, once per call that will block. */
 static __attribute__((noinline)) bool probe_nonblock(const struct io *io)
 {
-	int fl = fcntl(io->fd, F_GETFL);
+	int fl = gmp__sys_fcntl(io->fd, F_GETFL, 0);
 	if (fl < 0 || !(fl & O_NONBLOCK))
 		return false; /* the plain call follows, and answers */
 	gmp__pd_set_nonblock(io->pd);
@@ -256,9 +216,7 @@ static inline void learn_nonblock(struct io *io, ssize_t r, int flags)
 static ssize_t sys_read(struct io *io, void *buf, size_t n)
 {
 	sys_enter(io);
-	ssize_t r = read(io->fd, buf, n);
-	if (r < 0)
-		r = -gmp__errno_get();
+	ssize_t r = gmp__sys_read(io->fd, buf, n);
 	sys_exit(io);
 	return r;
 }
@@ -290,10 +248,11 @@ static int learn_type(struct io *io, int kind)
 {
 	int type = 0;
 	socklen_t len = sizeof type;
-	if (getsockopt(io->fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
+	int r = gmp__sys_getsockopt(io->fd, SOL_SOCKET, SO_TYPE, &type, &len);
+	if (r == 0)
 		kind = type == SOCK_STREAM ? GMP__PD_KIND_STREAM
 					   : GMP__PD_KIND_SOCKET_OTHER;
-	else if (gmp__errno_get() == ENOTSOCK)
+	else if (r == -ENOTSOCK)
 		kind = GMP__PD_KIND_OTHER;
 	else
 		return kind;
@@ -380,9 +339,8 @@ static ssize_t writev_nosigpipe(int fd, const struct iovec *iov, int n)
 	sigemptyset(&pipe);
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, &old);
-	ssize_t r = writev(fd, iov, n);
+	ssize_t r = gmp__sys_writev(fd, iov, n);
 	if (r < 0) {
-		r = -gmp__errno_get();
 		if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
 			static const struct timespec zero = { 0, 0 };
 			while (sigtimedwait(&pipe, NULL, &zero) < 0 &&
@@ -429,9 +387,8 @@ static ssize_t sys_write(struct io *io, const void *buf, size_t n)
 			if (nb_final(io, r, 0))
 				return r;
 			sys_enter(io);
-			r = send(io->fd, buf, n, MSG_NOSIGNAL);
-			if (r < 0)
-				r = -gmp__errno_get();
+			r = gmp__sys_sendto(io->fd, buf, n, MSG_NOSIGNAL, NULL,
+					    0);
 			sys_exit(io);
 			learn_nonblock(io, r, 0);
 			return r;
@@ -560,22 +517,16 @@ GMP_EXTERN ssize_t gmp_pwrite(int fd, const void *buf, size_t n, off_t off)
 
 static ssize_t sys_once(int fd, int how, void *buf, size_t n, int64_t off)
 {
-	ssize_t r;
 	switch (how) {
 	case FILE_READ:
-		r = read(fd, buf, n);
-		break;
+		return gmp__sys_read(fd, buf, n);
 	case FILE_WRITE:
-		r = write(fd, buf, n);
-		break;
+		return gmp__sys_write(fd, buf, n);
 	case FILE_PREAD:
-		r = pread(fd, buf, n, (off_t)off);
-		break;
+		return gmp__sys_pread(fd, buf, n, (off_t)off);
 	default:
-		r = pwrite(fd, buf, n, (off_t)off);
-		break;
+		return gmp__sys_pwrite(fd, buf, n, (off_t)off);
 	}
-	return r < 0 ? -gmp__errno_get() : r;
 }
 
 /* One attempt, wrapped for a task (design.md §4). */
@@ -720,9 +671,7 @@ static int sys_accept(struct io *io, struct sockaddr *addr, socklen_t *len,
 		      int flags)
 {
 	sys_enter(io);
-	int r = accept4(io->fd, addr, len, flags);
-	if (r < 0)
-		r = -gmp__errno_get();
+	int r = gmp__sys_accept4(io->fd, addr, len, flags);
 	sys_exit(io);
 	return r;
 }
@@ -757,9 +706,9 @@ GMP_EXTERN int gmp_accept(int fd, struct sockaddr *addr, socklen_t *len)
 	int err = io_begin(&io, fd);
 	if (err)
 		return (int)io_end(&io, err);
-	int fl = fcntl(fd, F_GETFL);
+	int fl = gmp__sys_fcntl(fd, F_GETFL, 0);
 	if (fl < 0)
-		return (int)io_end(&io, -gmp__errno_get());
+		return (int)io_end(&io, fl);
 	int flags = fl & O_NONBLOCK ? SOCK_NONBLOCK : 0;
 	socklen_t len0 = len ? *len : 0;
 	for (;;) {
@@ -783,9 +732,7 @@ static int sys_connect(struct io *io, const struct sockaddr *addr,
 		       socklen_t len)
 {
 	sys_enter(io);
-	int r = connect(io->fd, addr, len);
-	if (r < 0)
-		r = -gmp__errno_get();
+	int r = gmp__sys_connect(io->fd, addr, len);
 	sys_exit(io);
 	return r;
 }
@@ -813,8 +760,10 @@ static int connect_wait(struct io *io)
 			gmp__pd_snapshot(io->pd, &io->op);
 		int soerr = 0;
 		socklen_t sl = sizeof soerr;
-		if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-			return -gmp__errno_get();
+		int g = gmp__sys_getsockopt(io->fd, SOL_SOCKET, SO_ERROR,
+					    &soerr, &sl);
+		if (g < 0)
+			return g;
 		switch (soerr) {
 		case 0:
 			break;
@@ -943,9 +892,7 @@ static ssize_t readv_once(struct io *io, const struct iovec *iov, int n)
 		}
 	}
 	sys_enter(io);
-	ssize_t r = readv(io->fd, iov, n);
-	if (r < 0)
-		r = -gmp__errno_get();
+	ssize_t r = gmp__sys_readv(io->fd, iov, n);
 	sys_exit(io);
 	learn_nonblock(io, r, 0);
 	return r;
@@ -989,9 +936,7 @@ static ssize_t sys_writev(struct io *io, const struct iovec *iov, int n)
 			if (nb_final(io, r, 0))
 				return r;
 			sys_enter(io);
-			r = sendmsg(io->fd, &m, MSG_NOSIGNAL);
-			if (r < 0)
-				r = -gmp__errno_get();
+			r = gmp__sys_sendmsg(io->fd, &m, MSG_NOSIGNAL);
 			sys_exit(io);
 			learn_nonblock(io, r, 0);
 			return r;
@@ -1073,9 +1018,7 @@ GMP_EXTERN ssize_t gmp_recvfrom(int fd, void *buf, size_t n, int flags,
 			if (len)
 				*len = len0;
 			sys_enter(&io);
-			r = recvfrom(fd, buf, n, flags, addr, len);
-			if (r < 0)
-				r = -gmp__errno_get();
+			r = gmp__sys_recvfrom(fd, buf, n, flags, addr, len);
 			sys_exit(&io);
 			learn_nonblock(&io, r, flags);
 		}
@@ -1108,10 +1051,9 @@ send_attempt_to(struct io *io, const void *arg, size_t done)
 			      s->flags | MSG_NOSIGNAL, s->addr, s->len);
 	if (!nb_final(io, r, s->flags)) {
 		sys_enter(io);
-		r = sendto(io->fd, (const char *)s->buf + done, s->n - done,
-			   s->flags | MSG_NOSIGNAL, s->addr, s->len);
-		if (r < 0)
-			r = -gmp__errno_get();
+		r = gmp__sys_sendto(io->fd, (const char *)s->buf + done,
+				    s->n - done, s->flags | MSG_NOSIGNAL,
+				    s->addr, s->len);
 		sys_exit(io);
 		learn_nonblock(io, r, s->flags);
 	}
@@ -1162,9 +1104,7 @@ GMP_EXTERN ssize_t gmp_recvmsg(int fd, struct msghdr *msg, int flags)
 			msg->msg_namelen = namelen;
 			msg->msg_controllen = controllen;
 			sys_enter(&io);
-			r = recvmsg(fd, msg, flags);
-			if (r < 0)
-				r = -gmp__errno_get();
+			r = gmp__sys_recvmsg(fd, msg, flags);
 			sys_exit(&io);
 			learn_nonblock(&io, r, flags);
 		}
@@ -1207,9 +1147,7 @@ send_attempt_msg(struct io *io, const void *arg, size_t done)
 	ssize_t r = nb_sendmsg(io->fd, cur, s->flags | MSG_NOSIGNAL);
 	if (!nb_final(io, r, s->flags)) {
 		sys_enter(io);
-		r = sendmsg(io->fd, cur, s->flags | MSG_NOSIGNAL);
-		if (r < 0)
-			r = -gmp__errno_get();
+		r = gmp__sys_sendmsg(io->fd, cur, s->flags | MSG_NOSIGNAL);
 		sys_exit(io);
 		learn_nonblock(io, r, s->flags);
 	}

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "netpoll.h"
+#include "pollfd.h"
+#include "sys.h"
 #include "uring.h"
 
 static struct {
@@ -34,22 +36,27 @@ int gmp__netpoll_init(void)
 	int saved = errno, err = 0;
 	gmp__lock(&np.lock);
 	if (!np.inited) {
-		np.epfd = epoll_create1(EPOLL_CLOEXEC);
-		np.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		np.epfd = gmp__sys_epoll_create1(EPOLL_CLOEXEC);
+		np.evfd = gmp__sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
 					  .data.ptr = &break_cookie };
 		if (np.epfd < 0 || np.evfd < 0 ||
 		    epoll_ctl(np.epfd, EPOLL_CTL_ADD, np.evfd, &ev) != 0) {
-			err = -errno;
+			err = np.epfd < 0   ? np.epfd
+			      : np.evfd < 0 ? np.evfd
+					    : -errno;
 			if (np.epfd >= 0)
-				close(np.epfd);
+				gmp__sys_close(np.epfd);
 			if (np.evfd >= 0)
-				close(np.evfd);
+				gmp__sys_close(np.evfd);
 		} else {
 			/* A new epoll instance: registrations made with an
 			 * earlier one (before a gmp_shutdown) are void, and
 			 * pollfd.c tells them apart by this number. */
 			gmp__store32_rlx(&np.gen, np.gen + 1 ? np.gen + 1 : 1);
+			/* The hook library's close must not reach them. */
+			gmp__pd_own(np.epfd, true);
+			gmp__pd_own(np.evfd, true);
 			gmp__store32_rel(&np.inited, 1); /* publishes the fds */
 		}
 	}
@@ -62,8 +69,10 @@ void gmp__netpoll_shutdown(void)
 {
 	gmp__lock(&np.lock);
 	if (np.inited) {
-		close(np.epfd);
-		close(np.evfd);
+		gmp__pd_own(np.epfd, false);
+		gmp__pd_own(np.evfd, false);
+		gmp__sys_close(np.epfd);
+		gmp__sys_close(np.evfd);
 		gmp__store32_rel(&np.inited, 0);
 		gmp__store32_rel(&np.waiters, 0);
 		gmp__store32_rel(&np.breaking, 0);
@@ -99,10 +108,8 @@ void gmp__netpoll_break(void)
 	if (!gmp__cas32_full(&np.breaking, 0, 1))
 		return;
 	uint64_t one = 1;
-	int saved = errno;
-	while (write(np.evfd, &one, sizeof one) < 0 && errno == EINTR)
+	while (gmp__sys_write(np.evfd, &one, sizeof one) == -EINTR)
 		;
-	errno = saved;
 }
 
 /* One epoll_ctl on fd, for pd (NULL for a delete): 0 or -errno, with the
@@ -155,7 +162,8 @@ static uint32_t modes_of(uint32_t ev)
 }
 
 /* epoll_pwait2 (Linux 5.11) takes a nanosecond timeout; qemu-user and old
- * kernels lack it, and then epoll_wait's milliseconds are rounded up. */
+ * kernels lack it, and then epoll_wait's milliseconds are rounded up. The
+ * count, or -errno. */
 static int epoll_wait_ns(struct epoll_event *evs, int n, int64_t delay)
 {
 #ifdef SYS_epoll_pwait2
@@ -168,8 +176,10 @@ static int epoll_wait_ns(struct epoll_event *evs, int n, int64_t delay)
 		}
 		long r = syscall(SYS_epoll_pwait2, np.epfd, evs, n, tsp, NULL,
 				 (size_t)8);
-		if (r >= 0 || errno != ENOSYS)
+		if (r >= 0)
 			return (int)r;
+		if (errno != ENOSYS)
+			return -errno;
 		gmp__store32_rlx(&np.pwait2, 2);
 	}
 #endif
@@ -179,7 +189,7 @@ static int epoll_wait_ns(struct epoll_event *evs, int n, int64_t delay)
 	else if (delay > 0)
 		ms = delay >= (int64_t)1e15 ? 1000000000
 					    : (int)((delay + 999999) / 1000000);
-	return epoll_wait(np.epfd, evs, n, ms);
+	return gmp__sys_epoll_wait(np.epfd, evs, n, ms);
 }
 
 int gmp__netpoll(int64_t delay, gmp__gqueue *q)
@@ -190,16 +200,14 @@ int gmp__netpoll(int64_t delay, gmp__gqueue *q)
 	int saved = errno, count = 0;
 	int n = epoll_wait_ns(evs, 128, delay);
 	if (n < 0) {
-		if (errno != EINTR)
-			gmp__throw("netpoll: epoll_wait failed (errno %d)",
-				   errno);
+		if (n != -EINTR)
+			gmp__throw("netpoll: epoll_wait failed (errno %d)", -n);
 		n = 0;
 	}
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == &break_cookie) {
 			uint64_t v;
-			while (read(np.evfd, &v, sizeof v) < 0 &&
-			       errno == EINTR)
+			while (gmp__sys_read(np.evfd, &v, sizeof v) == -EINTR)
 				;
 			gmp__store32_rel(&np.breaking, 0);
 			continue;
@@ -224,10 +232,8 @@ void gmp__netpoll_forked(void)
 {
 	np.lock = (gmp__mutex)GMP__MUTEX_INIT;
 	if (np.inited) {
-		int saved = errno;
-		close(np.epfd);
-		close(np.evfd);
-		errno = saved;
+		gmp__sys_close(np.epfd);
+		gmp__sys_close(np.evfd);
 	}
 	np.inited = 0;
 	np.waiters = 0;

@@ -22,6 +22,7 @@
 #include "export_test.h"
 #include "fault.h"
 #include "internal.h"
+#include "sys.h"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13; not yet in glibc 2.36 */
@@ -81,10 +82,8 @@ void gmp__osyield(void)
 void gmp__usleep(int64_t us)
 {
 	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-	int saved = errno;
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+	while (gmp__sys_nanosleep(&ts, &ts) == -EINTR)
 		;
-	errno = saved;
 }
 
 pid_t gmp__gettid(void)
@@ -187,10 +186,10 @@ static int guard_probe(void)
 		goto out;
 	if (gmp__guard_install(p, ps) == 0) {
 		int fds[2];
-		if (pipe2(fds, O_CLOEXEC) == 0) {
-			ok = write(fds[1], p, 1) < 0 && errno == EFAULT;
-			close(fds[0]);
-			close(fds[1]);
+		if (gmp__sys_pipe2(fds, O_CLOEXEC) == 0) {
+			ok = gmp__sys_write(fds[1], p, 1) == -EFAULT;
+			gmp__sys_close(fds[0]);
+			gmp__sys_close(fds[1]);
 		}
 	}
 	munmap(p, ps);
@@ -236,7 +235,7 @@ static int opened_pidfd(void)
 		return -1;
 	gmp__store32_rlx(&pidfd_pid, (uint32_t)pid);
 	if (!gmp__cas32_full(&pidfd_fd, fd, (uint32_t)nfd)) {
-		close(nfd);
+		gmp__sys_close(nfd);
 		return (int)gmp__load32_acq(&pidfd_fd);
 	}
 	return nfd;

@@ -27,6 +27,7 @@
  * the same pair of read-modify-writes on `dl[mode]`.
  */
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -38,6 +39,7 @@
 #include "pollfd.h"
 #include "pollfd_impl.h"
 #include "scheduler.h"
+#include "sys.h"
 #include "task.h"
 #include "uring.h"
 #include "wait.h"
@@ -96,6 +98,11 @@ static inline gmp__pd *pd_get(int fd, int *err)
 		return NULL;
 	}
 	return &c[fd & (PD_CHUNK - 1)];
+}
+
+gmp__pd *gmp__pd_lookup(int fd, int *err)
+{
+	return pd_get(fd, err);
 }
 
 bool gmp__pd_closing(const gmp__pd *pd)
@@ -245,17 +252,13 @@ static int ready_bits(uint32_t ev, int events)
 int gmp__poll_now(int fd, int events)
 {
 	struct pollfd p = { .fd = fd, .events = (short)events };
-	int saved = errno, r;
-	while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR)
+	struct timespec zero = { 0, 0 };
+	int r;
+	while ((r = gmp__sys_ppoll(&p, 1, &zero)) == -EINTR)
 		;
 	if (r < 0)
-		r = -errno;
-	else if (p.revents & POLLNVAL)
-		r = -EBADF;
-	else
-		r = p.revents;
-	errno = saved;
-	return r;
+		return r;
+	return p.revents & POLLNVAL ? -EBADF : p.revents;
 }
 
 /* A task waits on the list for `events` until the deadline (< 0: none)
@@ -466,12 +469,16 @@ static int wait_unpollable(gmp__pd *pd, int events, int64_t deadline, int mode)
 	return r;
 }
 
-int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
+/* gmp__pd_wait, and the hook library's gmp__pd_wait_until: `deadline` is
+ * the call's own (< 0 none), `hook` says to report a descriptor epoll
+ * cannot watch rather than wait on it in poll(2). */
+static int pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op, int64_t deadline,
+		   bool hook)
 {
 	volatile uintptr_t *slot = mode == GMP__PD_READ ? &pd->rg : &pd->wg;
 	int events = mode == GMP__PD_READ ? POLLIN : POLLOUT;
 	int err = prepare(pd, op);
-	if (err == -EPERM) {
+	if (err == -EPERM && !hook) {
 		int r = wait_unpollable(pd, events, -1, mode);
 		return r < 0 ? r : 0;
 	}
@@ -483,6 +490,13 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 	 * fails it (the call found no data). */
 	if (dl_passed(pd, mode))
 		return -ETIMEDOUT;
+	if (deadline >= 0) {
+		/* A deadline of the call's own needs a timer of the call's
+		 * own: the list's waiter has one (the slot's timer is the
+		 * descriptor's, for gmp_set_deadline). */
+		int r = list_wait(pd, events, deadline, op, mode);
+		return r < 0 ? r : 0;
+	}
 	gmp_g *g = gmp_current();
 	uintptr_t mine = (uintptr_t)g | PD_PENDING;
 	/* full: registration, then edges_moved's RMW (the barriers at the
@@ -514,6 +528,25 @@ int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
 	return broken(pd, op) ? -EBADF : 0;
 }
 
+int gmp__pd_wait(gmp__pd *pd, int mode, gmp__pd_op *op)
+{
+	return pd_wait(pd, mode, op, -1, false);
+}
+
+int gmp__pd_wait_until(gmp__pd *pd, int mode, gmp__pd_op *op, int64_t deadline)
+{
+	return pd_wait(pd, mode, op, deadline, true);
+}
+
+int gmp__pd_poll_until(gmp__pd *pd, int events, gmp__pd_op *op,
+		       int64_t deadline)
+{
+	int err = prepare(pd, op);
+	if (err)
+		return err;
+	return list_wait(pd, events, deadline, op, -1);
+}
+
 int gmp__pd_poll_task(gmp__pd *pd, int events, int64_t deadline)
 {
 	gmp__pd_op op = { 0, 0, false, false };
@@ -543,11 +576,11 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 		return -EBADF;
 	}
 	if (!pd->evfd1) {
-		int saved = errno;
-		int e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		errno = saved;
-		if (e >= 0)
+		int e = gmp__sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (e >= 0) {
 			pd->evfd1 = e + 1;
+			gmp__pd_own(e, true);
+		}
 	}
 	/* Valid until we drop our reference: only the final close (which
 	 * needs every reference gone) closes it. */
@@ -558,7 +591,7 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 	uint32_t gen = pd->dlgen;
 	gmp__unlock(&pd->lock);
 
-	int saved = errno, r;
+	int r;
 	for (;;) {
 		int64_t dl = mode >= 0 ? dl_after_register(pd, mode) : 0;
 		if (dl != 0 && gmp__nanotime() >= dl) {
@@ -581,16 +614,16 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 						    and the deadlines */
 		struct timespec ts = { (time_t)(left / 1000000000),
 				       (long)(left % 1000000000) };
-		int n = ppoll(p, efd >= 0 ? 2 : 1, left >= 0 ? &ts : NULL,
-			      NULL);
+		int n = gmp__sys_ppoll(p, efd >= 0 ? 2 : 1,
+				       left >= 0 ? &ts : NULL);
 		if (gmp__load32_acq(&pd->ref) & PD_CLOSING) {
 			r = -EBADF;
 			break;
 		}
 		if (n < 0) {
-			if (errno == EINTR)
+			if (n == -EINTR)
 				continue;
-			r = -errno;
+			r = n;
 			break;
 		}
 		if (p[0].revents & POLLNVAL) {
@@ -627,7 +660,6 @@ int gmp__pd_wait_thread(gmp__pd *pd, int events, int64_t deadline, int mode)
 	if (gen != pd->dlgen)
 		gmp__pd_dl_ack(pd);
 	gmp__unlock(&pd->lock);
-	errno = saved;
 	return r;
 }
 
@@ -721,8 +753,11 @@ gmp__pd *gmp__pd_acquire(int fd, int *err)
  * Calls that come meanwhile fail with -EBADF (CLOSING: they are late for
  * this file) until the close(2) begins, then wait for it (CLOSED: they
  * are early for the next), so none can slip in and park on a file that
- * is about to go. Returns close's result. */
-static int final_close(gmp__pd *pd)
+ * is about to go. Returns close's result. For the hook library's dup2
+ * and dup3 (gmp__pd_replace), `from` >= 0: the number is not closed but
+ * made a copy of `from` with dup3(2) (`flags`), which closes the old file
+ * in the same breath; the result is then dup3's, 0 or -errno. */
+static int final_close_as(gmp__pd *pd, int from, int flags)
 {
 	gmp__lock(&pd->lock);
 	if (gmp__loadp_rlx(&pd->rg) != PD_NIL ||
@@ -742,14 +777,20 @@ static int final_close(gmp__pd *pd)
 	pd->dlack = 0;
 	gmp__store32_rel(&pd->ref, PD_CLOSING | PD_CLOSED);
 	gmp__unlock(&pd->lock);
-	int saved = errno;
-	if (efd >= 0)
-		close(efd);
-	int res = close(pd->fd) == 0 || errno == EINTR ? 0 : -errno;
-	errno = saved;
+	if (efd >= 0) {
+		gmp__pd_own(efd, false);
+		gmp__sys_close(efd);
+	}
+	int res = from < 0 ? gmp__sys_close(pd->fd)
+			   : gmp__sys_dup3(from, pd->fd, flags);
 	/* release: the reset happens before anyone takes a new reference */
 	gmp__store32_rel(&pd->ref, 0);
-	return res;
+	return res < 0 ? res : 0;
+}
+
+static int final_close(gmp__pd *pd)
+{
+	return final_close_as(pd, -1, 0);
 }
 
 static void wake_closer(gmp__pd *pd)
@@ -794,20 +835,12 @@ static void wait_for_callers(gmp__pd *pd)
 	}
 }
 
-int gmp__pd_close(int fd)
+/* gmp_close's first half, and the hook library's: takes the closer's
+ * reference with CLOSING set (waiting out a close(2) under way, CLOSED),
+ * under pd->lock, which it leaves held. Returns false, with the lock
+ * released, if another close has begun. */
+static bool close_begin(gmp__pd *pd)
 {
-	int err = 0;
-	gmp__pd *pd = pd_get(fd, &err);
-	if (!pd) {
-		if (err == -EBADF)
-			return err;
-		/* Beyond the table, or no memory for it: nobody can wait on
-		 * this number in the runtime, so a plain close will do. */
-		int saved = errno;
-		int r = close(fd) == 0 || errno == EINTR ? 0 : -errno;
-		errno = saved;
-		return r;
-	}
 	gmp__lock(&pd->lock);
 	uint32_t v = gmp__load32_rlx(&pd->ref);
 	for (;;) {
@@ -820,28 +853,34 @@ int gmp__pd_close(int fd)
 		}
 		if (v & PD_CLOSING) {
 			gmp__unlock(&pd->lock);
-			return -EBADF; /* another gmp_close got there first */
+			return false;
 		}
 		uint32_t seen =
 			gmp__fcas32_full(&pd->ref, v, (v + 1) | PD_CLOSING);
 		if (seen == v)
-			break;
+			return true;
 		v = seen;
 	}
-	/* Events still in flight for this file are stale from here on. */
+}
+
+/* gmp_close's middle, under pd->lock with CLOSING set: the file's events
+ * are stale from here on, its deadlines gone, every waiter woken with
+ * -EBADF (the tasks are readied once the lock is released: close_wake),
+ * and the number leaves the poller. */
+static void close_waiters(gmp__pd *pd, gmp_g **rg, gmp_g **wg,
+			  gmp__waiter **chain)
+{
 	gmp__store32_rel(&pd->seq, (pd->seq + 1) & PD_SEQ_MASK);
-	/* gmp_close clears the deadlines (its waiters leave with -EBADF). */
 	gmp__store64_rlx(&pd->dl[GMP__PD_READ], 0);
 	gmp__store64_rlx(&pd->dl[GMP__PD_WRITE], 0);
 	edges_bump(pd); /* after CLOSING: the barriers at the top */
-	gmp_g *rg = slot_wake(&pd->rg);
-	gmp_g *wg = slot_wake(&pd->wg);
-	gmp__waiter *chain = list_take_all(pd, -EBADF);
-	int saved = errno;
+	*rg = slot_wake(&pd->rg);
+	*wg = slot_wake(&pd->wg);
+	*chain = list_take_all(pd, -EBADF);
 	if (pd->evfd1) {
 		uint64_t one = 1;
-		while (write(pd->evfd1 - 1, &one, sizeof one) < 0 &&
-		       errno == EINTR)
+		while (gmp__sys_write(pd->evfd1 - 1, &one, sizeof one) ==
+		       -EINTR)
 			;
 	}
 	/* Unregister while the number still names the file (epoll cannot
@@ -849,26 +888,219 @@ int gmp__pd_close(int fd)
 	 * when the file's last reference does, but not if it was dup()ed. */
 	uint32_t epgen = gmp__load32_rlx(&pd->epgen);
 	if (epgen && epgen == gmp__netpoll_generation())
-		gmp__netpoll_close(fd);
+		gmp__netpoll_close(pd->fd);
 	gmp__store32_rlx(&pd->epgen, 0);
-	int fl = fcntl(fd, F_GETFL);
-	errno = saved;
-	gmp__unlock(&pd->lock);
+}
 
+static void close_wake(gmp_g *rg, gmp_g *wg, gmp__waiter *chain, int fd)
+{
 	if (rg)
 		gmp__ready(rg, true);
 	if (wg)
 		gmp__ready(wg, true);
 	list_wake(chain);
 	gmp__uring_cancel_fd(fd); /* operations in flight in the rings */
+}
+
+int gmp__pd_close(int fd)
+{
+	int err = 0;
+	gmp__pd *pd = pd_get(fd, &err);
+	if (!pd) {
+		if (err == -EBADF)
+			return err;
+		/* Beyond the table, or no memory for it: nobody can wait on
+		 * this number in the runtime, so a plain close will do. */
+		return gmp__sys_close(fd);
+	}
+	if (!close_begin(pd))
+		return -EBADF; /* another gmp_close got there first */
+	gmp_g *rg, *wg;
+	gmp__waiter *chain;
+	close_waiters(pd, &rg, &wg, &chain);
+	int fl = gmp__sys_fcntl(fd, F_GETFL, 0);
+	gmp__unlock(&pd->lock);
+	close_wake(rg, wg, chain, fd);
 	/* The woken leave at once from a non-blocking descriptor; from a
 	 * blocking one a caller may sit in read(2) for good (design.md §30.5). */
 	if (fl >= 0 && (fl & O_NONBLOCK))
 		wait_for_callers(pd);
-	v = gmp__add32_full(&pd->ref, -1) - 1;
+	uint32_t v = gmp__add32_full(&pd->ref, -1) - 1;
 	if (PD_COUNT(v) == 0)
 		return final_close(pd);
 	return 0; /* the last caller out closes it */
+}
+
+/* ---- the hook library's close, dup2 and dup3 ------------------------------ */
+
+/* Whether the runtime has nothing on pd: no call in flight (so no waiter
+ * and no ring operation either), no epoll registration of the live
+ * instance, no eventfd for threads. Then a close or dup needs only to
+ * forget what io.c cached of the file. pristine_hint looks without the
+ * lock, at the atomic words only; pristine, under pd->lock, is the
+ * answer. */
+static bool pristine_hint(gmp__pd *pd)
+{
+	/* acquire: what the last caller did is visible (release's RMW) */
+	if (gmp__load32_acq(&pd->ref) != 0)
+		return false;
+	uint32_t epgen = gmp__load32_rlx(&pd->epgen);
+	return epgen == 0 || epgen != gmp__netpoll_generation();
+}
+
+static bool pristine(gmp__pd *pd)
+{
+	return pristine_hint(pd) && pd->evfd1 == 0; /* evfd1: under lock */
+}
+
+int gmp__pd_replace(int fd, int from, int flags)
+{
+	if (fd < 0 || fd >= GMP__PD_MAX_FD)
+		return fd < 0 ? -EBADF : GMP__PD_PLAIN;
+	gmp__pd *pd = pd_lookup(fd);
+	for (;;) {
+		if (!pd)
+			return GMP__PD_PLAIN;
+		if (gmp__load32_acq(&pd->owned))
+			return -EBADF;
+		if (pristine_hint(pd)) {
+			gmp__lock(&pd->lock);
+			bool still = pristine(pd);
+			if (still) {
+				forget_file(pd, GMP__PD_KIND_UNKNOWN);
+				gmp__store32_rlx(&pd->epgen, 0);
+				gmp__store64_rlx(&pd->dl[GMP__PD_READ], 0);
+				gmp__store64_rlx(&pd->dl[GMP__PD_WRITE], 0);
+				gmp__store32_rlx(&pd->seen, 0);
+			}
+			gmp__unlock(&pd->lock);
+			if (still)
+				return GMP__PD_PLAIN;
+		}
+		if (close_begin(pd))
+			break;
+		/* Another close is under way. A close of ours is then the
+		 * second close of the file: EBADF, as close(2) says. A dup
+		 * must wait for that close to end, and then finds the number
+		 * free. */
+		if (from < 0)
+			return -EBADF;
+		while (gmp__load32_acq(&pd->ref) & PD_CLOSING) {
+			if (gmp__getg(NULL))
+				gmp_yield();
+			else
+				gmp__osyield();
+		}
+	}
+	gmp_g *rg, *wg;
+	gmp__waiter *chain;
+	close_waiters(pd, &rg, &wg, &chain);
+	gmp__unlock(&pd->lock);
+	close_wake(rg, wg, chain, fd);
+	/* The woken leave at once: the hooks hold no reference across a
+	 * call that may block in the kernel. (A task inside gmp_read on a
+	 * blocking descriptor, which does, keeps us waiting until its read
+	 * returns: gmp_close is the call for such descriptors.) */
+	wait_for_callers(pd);
+	uint32_t v = gmp__add32_full(&pd->ref, -1) - 1;
+	if (PD_COUNT(v) != 0)
+		gmp__throw("libgmp-hook: descriptor %d gained a caller while "
+			   "it was being closed",
+			   fd);
+	return final_close_as(pd, from, flags);
+}
+
+/* The highest descriptor number the table has a chunk for, plus one. */
+static int table_end(void)
+{
+	for (int i = (GMP__PD_MAX_FD >> PD_CHUNK_SHIFT) - 1; i >= 0; i--)
+		if (gmp__loadp_acq(&pd_chunks[i]))
+			return (i + 1) << PD_CHUNK_SHIFT;
+	return 0;
+}
+
+int gmp__pd_close_range(unsigned lo, unsigned hi, int flags)
+{
+	if (lo > hi)
+		return -EINVAL;
+	/* Marking close-on-exec closes nothing; the runtime's own are so
+	 * marked already. */
+	if (flags & CLOSE_RANGE_CLOEXEC)
+		return gmp__sys_close_range(lo, hi, flags);
+	unsigned end = (unsigned)table_end();
+	unsigned run = lo; /* the first number of the run not yet closed */
+	int err = 0;
+	for (unsigned fd = lo; fd < end && fd <= hi; fd++) {
+		gmp__pd *pd = pd_lookup((int)fd);
+		if (!pd)
+			continue;
+		bool own = gmp__load32_acq(&pd->owned) != 0;
+		if (!own && pristine_hint(pd)) {
+			gmp__lock(&pd->lock);
+			bool still = pristine(pd);
+			gmp__unlock(&pd->lock);
+			if (still)
+				continue;
+		}
+		/* Close the run before it in one call, then this one with its
+		 * books kept, or not at all. */
+		if (run < fd) {
+			int r = gmp__sys_close_range(run, fd - 1, flags);
+			if (r < 0)
+				return r;
+		}
+		run = fd + 1;
+		if (!own) {
+			int r = gmp__pd_replace((int)fd, -1, 0);
+			if (r == GMP__PD_PLAIN)
+				r = gmp__sys_close((int)fd);
+			if (r < 0 && r != -EBADF && !err)
+				err = r;
+		}
+		if (fd == hi)
+			return err;
+	}
+	if (run <= hi) {
+		int r = gmp__sys_close_range(run, hi, flags);
+		if (r < 0)
+			return r;
+	}
+	return err;
+}
+
+void gmp__pd_newfile(int fd)
+{
+	gmp__pd *pd = pd_lookup(fd);
+	if (!pd)
+		return;
+	if (pristine_hint(pd)) {
+		gmp__lock(&pd->lock);
+		bool still = pristine(pd);
+		if (still) {
+			forget_file(pd, GMP__PD_KIND_UNKNOWN);
+			gmp__store32_rlx(&pd->epgen, 0);
+		}
+		gmp__unlock(&pd->lock);
+		if (still)
+			return;
+	}
+	gmp__pd_accepted(fd, false, GMP__PD_KIND_UNKNOWN);
+}
+
+void gmp__pd_own(int fd, bool own)
+{
+	int err = 0;
+	gmp__pd *pd = own ? pd_get(fd, &err) : pd_lookup(fd);
+	if (pd)
+		/* release: pairs with the hooks' acquire (a store is all the
+		 * flag needs; the order is the habit) */
+		gmp__store32_rel(&pd->owned, own ? 1 : 0);
+}
+
+bool gmp__pd_owned(int fd)
+{
+	gmp__pd *pd = pd_lookup(fd);
+	return pd && gmp__load32_acq(&pd->owned) != 0;
 }
 
 /* ---- fork ------------------------------------------------------------------- */
@@ -901,10 +1133,11 @@ void gmp__pd_forked(void)
 			pd->vnext = NULL;
 			gmp__store32_rlx(&pd->vqueued, 0);
 			gmp__store32_rlx(&pd->twait, 0);
+			gmp__store32_rlx(&pd->owned, 0);
 			pd->dlsig = false;
 			pd->dlack = 0;
 			if (pd->evfd1)
-				close(pd->evfd1 - 1);
+				gmp__sys_close(pd->evfd1 - 1);
 			pd->evfd1 = 0;
 			/* Armed on a P of the parent's, which is gone. */
 			memset(&pd->dlt, 0, sizeof pd->dlt);

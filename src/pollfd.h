@@ -53,6 +53,11 @@ bool gmp__pd_closing(const gmp__pd *pd);
  * gmp_close()d, -EMFILE beyond the table (fd >= GMP__PD_MAX_FD), -ENOMEM. */
 gmp__pd *gmp__pd_acquire(int fd, int *err);
 
+/* fd's descriptor, made on first use, without a reference (descriptors
+ * are never freed): for what may be read racily (the edge count, the
+ * drained-read state). NULL with *err as gmp__pd_acquire's. */
+gmp__pd *gmp__pd_lookup(int fd, int *err);
+
 /* Drops the reference. The last one out after a gmp_close closes the
  * descriptor. Never blocks. */
 void gmp__pd_release(gmp__pd *pd);
@@ -138,6 +143,49 @@ int64_t gmp__pd_watch_run(int64_t now);
 
 /* When the next deferred check is due (0: none); lock-free. */
 int64_t gmp__pd_watch_next(void);
+
+/* ---- for the hook library (hookrt.c, design.md §32) ---- */
+
+/* gmp__pd_wait with a deadline of the call's own (absolute gmp__nanotime,
+ * < 0 none) beside gmp_set_deadline's: returns 0 when it has passed too
+ * (the caller looks at its clock), and -EPERM for a descriptor epoll
+ * cannot watch instead of waiting on it in poll(2). A switch point; tasks
+ * only. */
+int gmp__pd_wait_until(gmp__pd *pd, int mode, gmp__pd_op *op, int64_t deadline);
+
+/* A task waits until the poller reports fd ready for poll(2) bits
+ * `events` (or an error or hang-up), the deadline passes, or an edge has
+ * come since op's snapshot: the ready bits it saw (> 0), 0 (look again),
+ * -EBADF, -EPERM (epoll cannot watch the file) or -errno. Ignores
+ * gmp_set_deadline. A switch point. */
+int gmp__pd_poll_until(gmp__pd *pd, int events, gmp__pd_op *op,
+		       int64_t deadline);
+
+/* What gmp__pd_replace returns when the runtime has nothing on fd: the
+ * caller closes or dups it itself. */
+#define GMP__PD_PLAIN 1
+
+/* The hook library's close (from < 0) and dup3(from, fd, flags): as
+ * gmp_close, but the number is closed (or replaced) before it returns,
+ * once the calls it woke have left (it always waits for them), and a
+ * descriptor the runtime owns is -EBADF. Returns 0 / -errno, or
+ * GMP__PD_PLAIN. A switch point (it may wait). */
+int gmp__pd_replace(int fd, int from, int flags);
+
+/* close_range(2) with the books kept: numbers the runtime owns are
+ * spared, numbers it knows are closed one by one as gmp__pd_replace
+ * closes them, the runs between in one system call each. 0 or -errno. */
+int gmp__pd_close_range(unsigned lo, unsigned hi, int flags);
+
+/* A new file behind fd, made by a call the hook library saw: forgets what
+ * was known of the old one, waking with -EBADF any task still parked on
+ * it (as gmp__pd_accepted does). */
+void gmp__pd_newfile(int fd);
+
+/* Marks fd as the runtime's own (its epoll instance, eventfds, rings) or
+ * no longer; whether it is. */
+void gmp__pd_own(int fd, bool own);
+bool gmp__pd_owned(int fd);
 
 /* The cached kind. Setting it keeps the non-blocking hint below. */
 int gmp__pd_kind(const gmp__pd *pd);

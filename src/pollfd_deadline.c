@@ -13,6 +13,7 @@
 
 #include "export_test.h"
 #include "pollfd_impl.h"
+#include "sys.h"
 #include "task.h"
 
 /* The descriptor's timer is due (a deadline of one of its directions
@@ -76,10 +77,8 @@ void gmp__pd_dl_ack(gmp__pd *pd)
 	if (gmp__load32_rlx(&pd->ref) & PD_CLOSING)
 		return;
 	uint64_t v;
-	int saved = errno;
-	while (read(pd->evfd1 - 1, &v, sizeof v) < 0 && errno == EINTR)
+	while (gmp__sys_read(pd->evfd1 - 1, &v, sizeof v) == -EINTR)
 		;
-	errno = saved;
 }
 
 /* Wakes the waiters of direction mode so that they look at its new
@@ -116,11 +115,9 @@ static void dl_wake(gmp__pd *pd, int mode)
 		if (!pd->dlsig && pd->evfd1 &&
 		    !(gmp__load32_rlx(&pd->ref) & PD_CLOSING)) {
 			uint64_t one = 1;
-			int saved = errno;
-			while (write(pd->evfd1 - 1, &one, sizeof one) < 0 &&
-			       errno == EINTR)
+			while (gmp__sys_write(pd->evfd1 - 1, &one,
+					      sizeof one) == -EINTR)
 				;
-			errno = saved;
 			pd->dlsig = true;
 		}
 	}
@@ -132,9 +129,7 @@ int gmp__pd_set_deadline(gmp__pd *pd, int how, int64_t deadline)
 {
 	if (GMP__UNLIKELY(!gmp__load32_rlx(&pd->seen))) {
 		/* The first time: is the number open at all? Once per file. */
-		int saved = errno;
-		int fl = fcntl(pd->fd, F_GETFD);
-		errno = saved;
+		int fl = gmp__sys_fcntl(pd->fd, F_GETFD, 0);
 		if (fl < 0)
 			return -EBADF;
 		gmp__store32_rlx(&pd->seen, 1);

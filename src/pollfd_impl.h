@@ -68,6 +68,9 @@ struct gmp__pd {
 	bool dlsig;              /* lock: the eventfd was written for it */
 	volatile uint32_t seen;  /* racy: gmp__pd_set_deadline checked that
 				     the number is open */
+	volatile uint32_t owned; /* atomic: the runtime's own descriptor
+				    (gmp__pd_own), which the hook library's
+				    close and dup2 refuse to touch */
 	/* The deferred check (pollfd_recheck.c). */
 	gmp__pd *vnext;            /* vw.lock: next on its wheel slot */
 	int64_t vdue;              /* vw.lock: the tick of its next look */

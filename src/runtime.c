@@ -16,6 +16,7 @@
 #include "dump.h"
 #include "fork.h"
 #include "g.h"
+#include "hookrt.h"
 #include "internal.h"
 #include "maxprocs.h"
 #include "netpoll.h"
@@ -225,6 +226,11 @@ static int settings_from(const gmp_config *cfg, gmp__settings *st,
 			return -EINVAL;
 	}
 
+	/* Read by libgmp-hook when it loads (hookrt.h); checked here, as
+	 * every GMP_* variable is, so that a typo does not go unnoticed. */
+	if ((v = env("GMP_HOOK")) && strcmp(v, "on") && strcmp(v, "off"))
+		return -EINVAL;
+
 	if ((v = env("GMP_DEBUG")) && parse_debug(v, st))
 		return -EINVAL;
 	st->debug = v != NULL;
@@ -267,6 +273,7 @@ static int init(const gmp_config *cfg)
 	gmp__cfg = st;
 	gmp__trace_cfg = trs;
 	gmp__ticks_init(); /* before anything takes a sample */
+	gmp__hookrt_check();
 	gmp__sigmask_save();
 	gmp__stack_init();
 	gmp__preempt_init(); /* before sysmon, which detaches */

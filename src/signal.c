@@ -39,6 +39,7 @@
 #include "internal.h"
 #include "signals.h"
 #include "stack.h"
+#include "sys.h"
 
 enum { NSIG_HANDLED = 2 };
 static const int handled[NSIG_HANDLED] = { SIGSEGV, SIGBUS };
@@ -107,8 +108,7 @@ static _Noreturn void overflow(uintptr_t lo, uintptr_t hi)
 	put_str(&l, "-");
 	put_uint(&l, hi, 16);
 	put_str(&l, ")\n");
-	ssize_t unused = write(2, l.buf, l.n);
-	(void)unused;
+	gmp__sys_write(2, l.buf, l.n);
 	abort();
 }
 

@@ -28,6 +28,7 @@
 #include "os.h"
 #include "preempt.h"
 #include "symtab.h"
+#include "sys.h"
 #include "trace.h"
 
 /* The racy reads of fields other threads own (a G's id and fn, an M's
@@ -101,11 +102,11 @@ static const char *syscall_name(long nr)
 
 static ssize_t read_small(const char *path, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = gmp__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	ssize_t n = read(fd, buf, size - 1);
-	close(fd);
+	ssize_t n = gmp__sys_read(fd, buf, size - 1);
+	gmp__sys_close(fd);
 	if (n < 0)
 		return -1;
 	buf[n] = 0;
@@ -179,8 +180,7 @@ RACY_READER static void report(gmp_g *g, int64_t gid, gmp__m *m, int p,
 			 (long long)m->id, (int)tid, doing);
 	if (n > (int)sizeof line - 1)
 		n = (int)sizeof line - 1;
-	ssize_t unused = write(2, line, (size_t)n);
-	(void)unused;
+	gmp__sys_write(2, line, (size_t)n);
 }
 
 /* sysmon's count of Ms that carry an unreported detached stretch (set by

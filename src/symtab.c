@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "symtab.h"
+#include "sys.h"
 
 struct object {
 	char path[512];
@@ -128,14 +129,14 @@ gmp__symtab *gmp__symtab_load(gmp__arena *a)
 		return NULL;
 	memset(t, 0, sizeof *t);
 	t->a = a;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int fd = gmp__sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return NULL;
 	char buf[4096], line[1024];
 	size_t ll = 0;
 	for (;;) {
-		ssize_t r = read(fd, buf, sizeof buf);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = gmp__sys_read(fd, buf, sizeof buf);
+		if (r == -EINTR)
 			continue;
 		if (r <= 0)
 			break;
@@ -149,7 +150,7 @@ gmp__symtab *gmp__symtab_load(gmp__arena *a)
 			}
 		}
 	}
-	close(fd);
+	gmp__sys_close(fd);
 	return t;
 }
 
@@ -158,16 +159,16 @@ static bool obj_map(struct object *o)
 	if (o->map || o->failed)
 		return o->map != NULL;
 	o->failed = true;
-	int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	int fd = gmp__sys_open(o->path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
 	struct stat st;
 	if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
-		close(fd);
+		gmp__sys_close(fd);
 		return false;
 	}
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
+	gmp__sys_close(fd);
 	if (m == MAP_FAILED)
 		return false;
 	const Elf64_Ehdr *eh = m;

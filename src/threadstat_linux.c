@@ -25,6 +25,7 @@
 
 #include "export_test.h"
 #include "internal.h"
+#include "sys.h"
 
 /* tests: gmp__threadstat_proc_set; NULL is /proc/self/task. Written only
  * while the runtime is off, before sysmon's thread is made. */
@@ -66,22 +67,16 @@ int gmp__thread_state(pid_t tid)
 		 GMP__TEST_HOOKS && proc_task_dir ? proc_task_dir
 						  : "/proc/self/task",
 		 (int)tid);
-	int saved = errno, err = 0;
-	ssize_t n = -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-	} else {
-		while ((n = read(fd, buf, sizeof buf - 1)) < 0 &&
-		       errno == EINTR)
-			;
-		if (n < 0)
-			err = -errno;
-		close(fd);
-	}
-	errno = saved;
-	if (err)
-		return err;
+	/* sys.h: never libgmp-hook's open, read and close */
+	int fd = gmp__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	ssize_t n;
+	while ((n = gmp__sys_read(fd, buf, sizeof buf - 1)) == -EINTR)
+		;
+	gmp__sys_close(fd);
+	if (n < 0)
+		return (int)n;
 	buf[n] = 0;
 	/* "TID (comm) S ...": the command name may hold spaces and
 	 * parentheses, so the state follows the last ')'. */

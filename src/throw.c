@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sys.h"
 #include "trace.h"
 
 /* Formats into a stack buffer and writes with one write(2), so a throw from
@@ -22,8 +23,7 @@ _Noreturn void gmp__throw(const char *fmt, ...)
 	if (n > (int)sizeof buf - 2)
 		n = (int)sizeof buf - 2;
 	buf[n++] = '\n';
-	ssize_t unused = write(2, buf, (size_t)n);
-	(void)unused;
+	gmp__sys_write(2, buf, (size_t)n);
 	/* What led here, if a trace records it (the flight recorder). */
 	gmp__trace_dump_emergency();
 	abort();

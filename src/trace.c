@@ -50,6 +50,7 @@
 #include "g.h"
 #include "internal.h"
 #include "runtime.h"
+#include "sys.h"
 #include "trace.h"
 #include "tracejson.h"
 
@@ -770,11 +771,11 @@ static int write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
 	while (n) {
-		ssize_t r = write(fd, p, n);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = gmp__sys_write(fd, p, n);
+		if (r == -EINTR)
 			continue;
 		if (r <= 0)
-			return r < 0 ? -errno : -EIO;
+			return r < 0 ? (int)r : -EIO;
 		p += r;
 		n -= (size_t)r;
 	}
@@ -863,7 +864,7 @@ static int spill_open(const char *path)
 	else
 		snprintf(dir, sizeof dir, ".");
 #ifdef O_TMPFILE
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd = gmp__sys_open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		return fd;
 #endif
@@ -874,8 +875,9 @@ static int spill_open(const char *path)
 		snprintf(tmpl, sizeof tmpl, "/tmp/.gmp-trace-XXXXXX");
 		fd2 = mkostemp(tmpl, O_CLOEXEC);
 	}
-	if (fd2 >= 0)
-		unlink(tmpl);
+	if (fd2 < 0)
+		return -errno;
+	unlink(tmpl);
 	return fd2;
 }
 
@@ -1009,16 +1011,16 @@ static int start_locked(const char *path, uint64_t flight_mb)
 {
 	if (strlen(path) >= sizeof tr.path)
 		return -ENAMETOOLONG;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = gmp__sys_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			       0644);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	int spillfd = -1;
 	if (!flight_mb) {
 		spillfd = spill_open(path);
 		if (spillfd < 0) {
-			int e = -errno;
-			close(fd);
-			return e;
+			gmp__sys_close(fd);
+			return spillfd;
 		}
 	}
 	snprintf(tr.path, sizeof tr.path, "%s", path);
@@ -1138,14 +1140,15 @@ static int stop_locked(void)
 		collect_currents(&k, epoch, true);
 	}
 	int err = write_json(tr.fd, &k, c1, t1, mode == MODE_FLIGHT, "stop");
-	if (close(tr.fd) != 0 && !err)
-		err = -errno;
+	int cr = gmp__sys_close(tr.fd);
+	if (cr != 0 && !err)
+		err = cr;
 	tr.fd = -1;
 	if (map)
 		munmap(map, mapsize);
 	gmp__arena_free(&k.arena);
 	if (tr.spillfd >= 0)
-		close(tr.spillfd);
+		gmp__sys_close(tr.spillfd);
 	tr.spillfd = -1;
 	gmp__lock(&tr.lock);
 	while (list) {
@@ -1163,9 +1166,10 @@ static int stop_locked(void)
 /* tr.api held, a trace running: writes what it holds now to path. */
 static int dump_locked(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = gmp__sys_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			       0644);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	uint32_t epoch = tr.epoch;
 	uint64_t c1 = gmp__ticks();
 	int64_t t1 = gmp__nanotime();
@@ -1194,8 +1198,9 @@ static int dump_locked(const char *path)
 	}
 	collect_currents(&k, epoch, true);
 	int err = write_json(fd, &k, c1, t1, tr.mode == MODE_FLIGHT, "dump");
-	if (close(fd) != 0 && !err)
-		err = -errno;
+	int cr = gmp__sys_close(fd);
+	if (cr != 0 && !err)
+		err = cr;
 	if (map)
 		munmap(map, mapsize);
 	gmp__arena_free(&k.arena);
@@ -1347,9 +1352,9 @@ void gmp__trace_forked(void)
 	 * (close our copies), and nothing records. */
 	gmp__store32_rlx(&gmp__trace_on, 0);
 	if (tr.fd >= 0)
-		close(tr.fd);
+		gmp__sys_close(tr.fd);
 	if (tr.spillfd >= 0)
-		close(tr.spillfd);
+		gmp__sys_close(tr.spillfd);
 	tr.api = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	tr.lock = (gmp__mutex)GMP__MUTEX_INIT;
 	tr.sidelock = (gmp__mutex)GMP__MUTEX_INIT;
@@ -1412,10 +1417,11 @@ void gmp__trace_dump_emergency(void)
 	collect_currents(&k, epoch, false);
 	if (side)
 		gmp__unlock(&tr.sidelock);
-	int fd = open(tr.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = gmp__sys_open(tr.path,
+			       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		write_json(fd, &k, c1, t1, mode == MODE_FLIGHT, "abort");
-		close(fd);
+		gmp__sys_close(fd);
 	}
 	if (map)
 		munmap(map, mapsize);

@@ -33,6 +33,7 @@
 
 #include "internal.h"
 #include "symtab.h"
+#include "sys.h"
 #include "trace.h"
 #include "tracejson.h"
 
@@ -92,11 +93,11 @@ static void o_flush(struct out *o)
 {
 	size_t off = 0;
 	while (off < o->len && !o->err) {
-		ssize_t r = write(o->fd, o->buf + off, o->len - off);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = gmp__sys_write(o->fd, o->buf + off, o->len - off);
+		if (r == -EINTR)
 			continue;
 		if (r <= 0)
-			o->err = r < 0 ? errno : EIO;
+			o->err = r < 0 ? (int)-r : EIO;
 		else
 			off += (size_t)r;
 	}

@@ -43,6 +43,7 @@
 #include "preempt.h"
 #include "runtime.h"
 #include "scheduler.h"
+#include "sys.h"
 #include "task.h"
 #include "uring.h"
 
@@ -232,9 +233,7 @@ static bool probe_kernel(char *why, size_t len)
 		lacks = "IORING_OP_WRITE";
 	else if (!has_op(&u.p, IORING_OP_ASYNC_CANCEL))
 		lacks = "IORING_OP_ASYNC_CANCEL";
-	int saved = errno;
-	close(fd);
-	errno = saved;
+	gmp__sys_close(fd);
 	if (lacks)
 		snprintf(why, len, "the kernel's io_uring lacks %s", lacks);
 	return !lacks && r >= 0;
@@ -276,23 +275,20 @@ void gmp__uring_start(void)
 		say_off(ur.why_off);
 		return;
 	}
-	int saved = errno;
-	int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (e < 0)
-		snprintf(ur.why, sizeof ur.why, "eventfd: %s", strerror(errno));
-	errno = saved;
+	int e = gmp__sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (e < 0) {
+		snprintf(ur.why, sizeof ur.why, "eventfd: %s", strerror(-e));
 		ur.why_off = ur.why;
 		say_off(ur.why_off);
 		return;
 	}
 	if (gmp__netpoll_open(e, &gmp__uring_cookie) != 0) {
-		close(e);
-		errno = saved;
+		gmp__sys_close(e);
 		ur.why_off = "epoll refused the rings' eventfd";
 		say_off(ur.why_off);
 		return;
 	}
+	gmp__pd_own(e, true); /* the hook library's close must not reach it */
 	ur.why_off = NULL;
 	ur.evfd = e;
 	gmp__store32_rel(&ur.on, 1);
@@ -319,9 +315,11 @@ static void ring_close(gmp__ring *r)
 		munmap(r->cq_map, r->cq_len);
 	if (r->sq_map)
 		munmap(r->sq_map, r->sq_len);
-	if (r->fd >= 0)
-		close(r->fd);
 	errno = saved;
+	if (r->fd >= 0) {
+		gmp__pd_own(r->fd, false);
+		gmp__sys_close(r->fd);
+	}
 }
 
 /* Sets up a ring of `entries` in r (zeroed) with the eventfd evfd
@@ -333,6 +331,7 @@ static int ring_open(gmp__ring *r, unsigned entries, int evfd)
 	r->fd = uring_setup(entries, &p);
 	if (r->fd < 0)
 		return r->fd;
+	gmp__pd_own(r->fd, true);
 	r->sq_len = p.sq_off.array + p.sq_entries * sizeof(uint32_t);
 	r->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
 	r->sqe_len = p.sq_entries * sizeof(struct io_uring_sqe);
@@ -523,10 +522,8 @@ int gmp__uring_evfd_ready(gmp__gqueue *q)
 	/* Consume the count first: a completion posted after this read
 	 * signals again. */
 	uint64_t v;
-	int saved = errno;
-	while (read(ur.evfd, &v, sizeof v) < 0 && errno == EINTR)
+	while (gmp__sys_read(ur.evfd, &v, sizeof v) == -EINTR)
 		;
-	errno = saved;
 	return gmp__uring_reap(q);
 }
 
@@ -759,9 +756,8 @@ void gmp__uring_stop(void)
 		r = next;
 	}
 	if (e >= 0) {
-		int saved = errno;
-		close(e);
-		errno = saved;
+		gmp__pd_own(e, false);
+		gmp__sys_close(e);
 	}
 }
 
@@ -769,11 +765,8 @@ void gmp__uring_forked(void)
 {
 	for (gmp__ring *r = ur.all; r; r = r->next)
 		ring_close(r); /* munmap and close only */
-	if (ur.evfd >= 0) {
-		int saved = errno;
-		close(ur.evfd);
-		errno = saved;
-	}
+	if (ur.evfd >= 0)
+		gmp__sys_close(ur.evfd);
 	ur.lock = (gmp__mutex)GMP__MUTEX_INIT;
 	ur.all = NULL; /* the structs are the parent's leftovers */
 	ur.evfd = -1;

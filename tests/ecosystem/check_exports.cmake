@@ -5,6 +5,8 @@
 # Symbol discipline (STYLE.md, Boundaries):
 #  - libgmp.so exports exactly the functions gmp.h declares GMP_EXTERN:
 #    nothing internal (gmp__*), nothing from elsewhere, none missing;
+#    and gmp_hookrt_v1_, the one entry of libgmp-hook's private interface
+#    (src/hookrt.h), which gmp.h does not declare: it is not API;
 #  - every global symbol libgmp.a defines is ours (gmp_ or gmp__), so a
 #    static link cannot collide with the program's own names;
 #  - neither library defines any test hook: a name export_test.h declares
@@ -30,6 +32,7 @@ foreach(d IN LISTS _decls _vars)
 endforeach()
 list(REMOVE_DUPLICATES declared)
 list(LENGTH declared _nd)
+set(_private gmp_hookrt_v1_)
 if(_nd LESS 20)
   message(FATAL_ERROR "found only ${_nd} GMP_EXTERN declarations in ${HEADER}")
 endif()
@@ -51,6 +54,9 @@ foreach(l IN LISTS _lines)
     continue()
   endif()
   list(APPEND exported ${s})
+  if(s IN_LIST _private)
+    continue()
+  endif()
   if(NOT s MATCHES "^gmp_[a-z0-9_]+$" OR s MATCHES "^gmp__")
     list(APPEND bad "libgmp.so exports ${s}: not a public gmp_ name")
   elseif(NOT s IN_LIST declared)
@@ -127,6 +133,16 @@ if(bad)
   list(JOIN bad "\n  " _msg)
   message(FATAL_ERROR "symbol discipline:\n  ${_msg}")
 endif()
-message("libgmp.so exports the ${_ne} functions gmp.h declares, and "
-  "nothing else; libgmp.a defines only gmp_ and gmp__ globals; neither "
-  "has any of the ${_nh} test hooks, which libgmp_test.a has")
+foreach(p IN LISTS _private)
+  if(NOT p IN_LIST exported)
+    list(APPEND bad "libgmp.so does not export ${p} (libgmp-hook needs it)")
+  endif()
+endforeach()
+if(bad)
+  list(JOIN bad "\n  " _msg)
+  message(FATAL_ERROR "symbol discipline:\n  ${_msg}")
+endif()
+message("libgmp.so exports the functions gmp.h declares and the hook "
+  "library's private entry (${_ne} in all), and nothing else; libgmp.a "
+  "defines only gmp_ and gmp__ globals; neither has any of the ${_nh} "
+  "test hooks, which libgmp_test.a has")
