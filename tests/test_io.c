@@ -33,9 +33,11 @@ static void nb_socketpair(int sv[2])
  * may come after a gmp_close has finished need this: the kernel hands
  * out the lowest free number, so a freshly closed low number is taken at
  * once by whatever opens a file next (the runtime's epoll instance, or
- * sysmon reading /proc/self/mountinfo for its CPU-count check), and a
- * late call would then read that file, not fail with -EBADF. A high
- * number stays free while lower ones are. */
+ * sysmon reading /proc/self/mountinfo for its CPU-count check, or a
+ * thread's /proc stat when a slice runs long on a busy machine), and a
+ * late call would then read that file, not fail with -EBADF; a dup2 onto
+ * it would replace sysmon's file (or fail with EBUSY while its open is
+ * under way). A high number stays free while lower ones are. */
 static int move_high(int fd)
 {
 	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
@@ -1084,6 +1086,7 @@ static void test_io_fd_reuse_after_plain_close(void **s)
 	atomic_store(&reuse_stage, 0);
 	int a[2], b[2];
 	nb_socketpair(a);
+	a[0] = move_high(a[0]); /* closed and then reused with dup2 */
 	reuse_fd = a[0];
 	atomic_store(&reuse_g, NULL);
 	assert_true(gmp_go(reuse_reader, NULL) > 0);
@@ -1139,6 +1142,7 @@ static void test_io_fd_reuse_as_blocking_pipe(void **s)
 	atomic_store(&other_ran, 0);
 	int a[2], p[2];
 	nb_socketpair(a);
+	a[0] = move_high(a[0]); /* closed and then reused with dup2 */
 	reuse_fd = a[0];
 	atomic_store(&reuse_g, NULL);
 	assert_true(gmp_go(reuse_blocking_reader, NULL) > 0);
