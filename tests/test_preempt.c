@@ -825,6 +825,7 @@ struct switcher_run {
 	atomic_int running, most;
 	atomic_int stop;
 	uint64_t stretches[8]; /* per task */
+	uint64_t overlong[8];  /* per task: see switcher */
 };
 
 static void count_in(struct switcher_run *r)
@@ -838,24 +839,51 @@ static void count_in(struct switcher_run *r)
 static struct switcher_run *sw_run;
 static gmp_wg sw_wg;
 
+/* How much of its thread's CPU time, between two switch points, makes a
+ * task one that sysmon may detach: the slice's grace after a request, in
+ * CPU time (design.md §37.7). */
+enum { OVERLONG_NS = 2 * MS };
+
+/* A stretch is about 100 µs of the thread's CPU time, but that clock is
+ * the kernel's count, which charges the thread with interrupts served on
+ * its CPU (and, in a VM, with time the host stopped the virtual CPU): a
+ * 10 µs chunk was seen taking 5.8 ms of it. Such a task went past its
+ * grace without a switch point by the clock sysmon judges it on, so each
+ * such interval may cost a detach; overlong counts them, measured on the
+ * task's own thread from one switch point to the next. */
 static void switcher(void *arg)
 {
 	struct switcher_run *r = sw_run;
 	uintptr_t i = (uintptr_t)arg;
-	uint64_t x = i + 1, n = 0;
+	uint64_t x = i + 1, n = 0, overlong = 0;
+	int64_t since = thread_cpu_ns(); /* the last switch point */
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		count_in(r);
-		int64_t until = thread_cpu_ns() + STRETCH_NS;
-		do
+		int64_t now, until = thread_cpu_ns() + STRETCH_NS;
+		do {
 			x = lcg(x, r->steps);
-		while (thread_cpu_ns() < until);
+			now = thread_cpu_ns();
+		} while (now < until);
 		atomic_fetch_sub(&r->running, 1);
 		n++;
+		if (now - since > OVERLONG_NS)
+			overlong++;
 		gmp_preempt_point();
+		since = thread_cpu_ns(); /* on the thread it goes on on */
 	}
 	T_ASSERT(x != 0);
 	r->stretches[i] = n;
+	r->overlong[i] = overlong;
 	gmp_wg_done(&sw_wg);
+}
+
+/* The intervals between switch points longer than OVERLONG_NS. */
+static uint64_t overlong_total(const struct switcher_run *r)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < r->ntasks; i++)
+		n += r->overlong[i];
+	return n;
 }
 
 static int switchers_main(void *arg)
@@ -900,13 +928,19 @@ static void busy_switchers(int procs)
 	busy_stop();
 	assert_int_equal(rc, 0);
 	gmp_stats s = tu_stats();
+	uint64_t overlong = overlong_total(&r);
 	fprintf(stderr,
 		"procs=%d, %d tasks beside %d spinners for %lld ms: at most "
-		"%d running at once, %llu detaches\n",
+		"%d running at once, %llu detaches; %llu intervals between "
+		"switch points over %d ms of CPU time\n",
 		procs, r.ntasks, cpus_here(), (long long)r.ms,
-		atomic_load(&r.most), (unsigned long long)s.detaches);
-	assert_int_equal(s.detaches, 0);
-	assert_true(atomic_load(&r.most) <= procs);
+		atomic_load(&r.most), (unsigned long long)s.detaches,
+		(unsigned long long)overlong, (int)(OVERLONG_NS / MS));
+	/* None, unless the kernel's clock made a task overrun its grace
+	 * (switcher); then at most one for each time it did, and each adds
+	 * at most one thread running a task's code. */
+	assert_true(s.detaches <= overlong);
+	assert_true(atomic_load(&r.most) <= procs + (int)s.detaches);
 	check_all_ran(&r);
 	assert_int_equal(gmp_shutdown(), 0);
 }
@@ -1154,7 +1188,7 @@ static void test_preempt_syscall_blocked_loses_its_p(void **s)
 /* What a child that ran the runtime under stops or a CPU quota saw. */
 struct stopped_report {
 	int most;
-	uint64_t detaches, stalls, stalled_ns;
+	uint64_t detaches, overlong, stalls, stalled_ns;
 	bool cpu_slices;
 };
 
@@ -1174,6 +1208,7 @@ static void stopped_child(int fd, int go_fd, int64_t ms, uint64_t steps)
 		_exit(5);
 	struct stopped_report rep = { .most = atomic_load(&r.most),
 				      .detaches = tu_stats().detaches,
+				      .overlong = overlong_total(&r),
 				      .cpu_slices = !gmp__slice_off_reason() };
 	gmp__slice_stalls(&rep.stalls, &rep.stalled_ns);
 	gmp_shutdown();
@@ -1228,12 +1263,16 @@ static void test_preempt_sigstop_detaches_nothing(void **s)
 	 * (a stop that catches it awake, between two sleeps, it cannot). */
 	assert_true(rep.stalls >= 1);
 	assert_true(rep.stalled_ns >= (uint64_t)stopped / 2);
-	assert_true(rep.most <= 2);
+	assert_true(rep.most <= 2 + (int)rep.detaches);
 	if (!rep.cpu_slices) {
 		fprintf(stderr, "slices are wall-clock ones here\n");
 		skip();
 	}
-	assert_int_equal(rep.detaches, 0);
+	/* None for the stops; one at most for each interval the kernel's
+	 * clock made overrun (switcher). */
+	fprintf(stderr, "%llu intervals over %d ms of CPU time\n",
+		(unsigned long long)rep.overlong, (int)(OVERLONG_NS / MS));
+	assert_true(rep.detaches <= rep.overlong);
 }
 
 /* The same under a CPU quota of 0.2 CPU (20 ms in every 100 ms), where a
@@ -1416,12 +1455,14 @@ static void test_preempt_cgroup_throttled_detaches_nothing(void **s)
 		rep.most, (unsigned long long)rep.detaches);
 	assert_true(moved);
 	assert_true(nthr > 0);
-	assert_true(rep.most <= 2);
+	assert_true(rep.most <= 2 + (int)rep.detaches);
 	if (!rep.cpu_slices) {
 		fprintf(stderr, "slices are wall-clock ones here\n");
 		skip();
 	}
-	assert_int_equal(rep.detaches, 0);
+	fprintf(stderr, "%llu intervals over %d ms of CPU time\n",
+		(unsigned long long)rep.overlong, (int)(OVERLONG_NS / MS));
+	assert_true(rep.detaches <= rep.overlong);
 }
 
 /* ---- where sysmon cannot look --------------------------------------------------- */
