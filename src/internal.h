@@ -396,10 +396,12 @@ struct gmp__p {
 		 * period; when the thread is looked at next; and when a
 		 * system call's thread is looked at next. wall: this slice is
 		 * judged on the wall clock (GMP_DEBUG=randomize=1 picks half
-		 * the slices at random). */
+		 * the slices at random). asleep: the last look found the
+		 * thread asleep in the kernel, having run little since the
+		 * look before. */
 		gmp__m *lookm;
 		int64_t cpu, cpuwhen, used, graceused, lookwhen, syslook;
-		bool wall;
+		bool wall, asleep;
 	} sysmontick;
 
 	/* Dead Gs with stacks, for reuse; owner (batches move to and from

@@ -203,13 +203,38 @@ static bool self_crowded(int64_t now)
 	return busy > (uint32_t)sl.ncpu;
 }
 
+/* The shortest wait before a look again: a quarter of the slice, at most
+ * RELOOK_MIN_NS. */
+static int64_t relook_least(const gmp__p *p)
+{
+	int64_t least = p->sysmontick.slice / 4;
+	return least < RELOOK_MIN_NS ? least : RELOOK_MIN_NS;
+}
+
+/* Whether the thread holding p sleeps in the kernel, seen at two looks in
+ * a row (ran: whether it ran at least half the time since the last).
+ * One sighting is an instant: a thread that waits a moment in the kernel
+ * (a page fault's I/O, a lock inside a library's call, or under
+ * qemu-user the emulator's own locks, which it takes while the guest
+ * runs plain code) may be caught asleep while it computes. So the first
+ * sighting asks for a look again soon (false, *soon set); the second,
+ * with little run between, says it is blocked: a thread blocked in an
+ * unwrapped read loses its P a millisecond later than on one look. */
+static bool asleep_twice(gmp__p *p, bool ran, int64_t now, int64_t *soon)
+{
+	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	bool asleep = !ran && !is_awake(p);
+	bool twice = asleep && pd->asleep;
+	pd->asleep = asleep;
+	*soon = asleep ? now + relook_least(p) : 0;
+	return twice;
+}
+
 /* When to look again at a thread that has `left` ns of CPU time to run
  * before it is at fault. */
 static int64_t relook(const gmp__p *p, int64_t now, int64_t left)
 {
-	int64_t least = p->sysmontick.slice / 4;
-	if (least > RELOOK_MIN_NS)
-		least = RELOOK_MIN_NS;
+	int64_t least = relook_least(p);
 	if (left > RELOOK_NS)
 		left = RELOOK_NS;
 	if (left < least)
@@ -225,6 +250,7 @@ void gmp__slice_begin(gmp__p *p, int64_t now)
 	pd->lookm = NULL;
 	pd->used = 0;
 	pd->graceused = 0;
+	pd->asleep = false;
 	/* Randomized, half the slices are judged on the wall clock: their
 	 * requests and detaches come at the random moments the slice and
 	 * grace lengths make, racing the task's entries as often as before,
@@ -271,9 +297,10 @@ bool gmp__slice_ended(gmp__p *p, int64_t now)
 	 * know of. One that just ran is not asleep. While the runtime's own
 	 * threads outnumber the CPUs, the wait is (in part) its own doing,
 	 * and the wall clock decides, as it always did. */
-	if ((!ran && !is_awake(p)) || self_crowded(now))
+	int64_t soon;
+	if (asleep_twice(p, ran, now, &soon) || self_crowded(now))
 		return true;
-	pd->lookwhen = relook(p, now, left);
+	pd->lookwhen = soon ? soon : relook(p, now, left);
 	return false;
 }
 
@@ -309,9 +336,10 @@ bool gmp__slice_detachable(gmp__p *p, int64_t now)
 	bool ran = account(p, m, cpu, now);
 	if (pd->used >= pd->graceused)
 		return true; /* its grace in CPU time, and no switch point */
-	if (!ran && !is_awake(p))
+	int64_t soon;
+	if (asleep_twice(p, ran, now, &soon))
 		return true; /* asleep in the kernel */
-	pd->detachwhen = relook(p, now, pd->graceused - pd->used);
+	pd->detachwhen = soon ? soon : relook(p, now, pd->graceused - pd->used);
 	return false;
 }
 
