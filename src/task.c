@@ -325,8 +325,10 @@ static inline void ready_queue(gmp_g *g, bool next, gmp_g *self)
 		gmp__gq_push(m->readyq, g);
 		return;
 	}
-	gmp__trace_ready(p, g, self, GMP__TRBY_SCHED);
-	gmp__runq_put(p, g, next);
+	if (gmp__trace_ready_due(p))
+		gmp__trace_ready_put(p, g, self, GMP__TRBY_SCHED, next);
+	else
+		gmp__runq_put(p, g, next);
 	/* wakep needs a #StoreLoad after the put: the full CAS on runnext
 	 * is one; a put at the tail needs its own. */
 	if (!next)
@@ -412,13 +414,15 @@ void gmp__ready_claimed_quiet(gmp_g *g, gmp_g *self)
 		gmp__throw("task %lld uses its P outside the runtime",
 			   (long long)self->id);
 	gmp__p *p = self->m->p;
-	gmp__trace_ready(p, g, self, GMP__TRBY_SCHED);
 	/* Owner's view: thieves only take from the ring and runnext, so
 	 * "nothing queued" seen here can only become truer. acquire on the
 	 * head as everywhere the owner reads it (runq_put). */
 	bool alone = gmp__loadp_rlx(&p->runnext) == NULL &&
 		     p->runqtail == gmp__load32_acq(&p->runqhead);
-	gmp__runq_put(p, g, true);
+	if (gmp__trace_ready_due(p))
+		gmp__trace_ready_put(p, g, self, GMP__TRBY_SCHED, true);
+	else
+		gmp__runq_put(p, g, true);
 	if (!alone)
 		gmp__wakep(); /* runnext's full CAS: the #StoreLoad */
 }

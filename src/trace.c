@@ -49,6 +49,7 @@
 #include "export_test.h"
 #include "g.h"
 #include "internal.h"
+#include "runq.h"
 #include "runtime.h"
 #include "sys.h"
 #include "trace.h"
@@ -442,6 +443,61 @@ RACY_READER void gmp__trace_ready_slow(gmp__p *p, gmp_g *g, gmp_g *self,
 	}
 	p->tr.ready_left = (int32_t)gmp__sample_ready;
 	sample_ready(g);
+}
+
+/* Room for an event of n argument words in s, the caller's: where to
+ * write it, or NULL (dropped, counted). Nothing is published. */
+static inline __attribute__((always_inline)) uint64_t *
+src_reserve(gmp__trsrc *s, unsigned n)
+{
+	uint64_t *pos = s->pos;
+	if (GMP__UNLIKELY(!pos || pos + 1 + n > s->end ||
+			  s->epoch != gmp__load32_rlx(&tr.epoch)))
+		pos = src_refill(s, n);
+	return pos;
+}
+
+/* A ready on p while tracing or sampled, and the queueing of g. While a
+ * trace is recorded, the READY event's argument words are written first,
+ * then the clock read; g is queued, and only then the event's header (its
+ * time) stored and the event published. The queueing's full CAS (on
+ * runnext) drains the store buffer: a store of the clock's value before
+ * it would make the CAS wait for rdtsc, some 15-20 ns per ready on this
+ * machine's VM, while after it the clock's latency hides behind the
+ * queueing. The tick is still taken before g is queued, so that a RUN of
+ * g on another P is never stamped before its READY. No other event is
+ * recorded into p's writer between the two halves. */
+RACY_READER void gmp__trace_ready_put(gmp__p *p, gmp_g *g, gmp_g *self,
+				      unsigned by, bool next)
+{
+	if (GMP__LIKELY(on_acq())) {
+		p->tr.ready_tick = 1;
+		gmp__trsrc *s = p_src(p);
+		uint64_t *pos = src_reserve(s, 2);
+		if (pos) {
+			gmp__store64_rlx(&pos[1], (uint64_t)g->id);
+			gmp__store64_rlx(&pos[2], ready_word(g, self, by));
+		}
+		uint64_t now = gmp__ticks();
+		if (--p->tr.ready_left <= 0) {
+			p->tr.ready_left = (int32_t)gmp__sample_ready;
+			g->readyt = now;
+			gmp__gstatus_track(g);
+		}
+		gmp__runq_put(p, g, next);
+		if (pos) {
+			gmp__store64_rlx(&pos[0], now << 8 | GMP__EV_READY);
+			s->pos = pos + 3;
+			/* release: pairs with every chunk reader's acquire */
+			gmp__store32_rel(&s->chunk->len,
+					 (uint32_t)(pos + 3 - s->chunk->w));
+		}
+		return;
+	}
+	p->tr.ready_tick = gmp__sample_ready;
+	p->tr.ready_left = (int32_t)gmp__sample_ready;
+	sample_ready(g);
+	gmp__runq_put(p, g, next);
 }
 
 RACY_READER void gmp__trace_ready_nop(gmp_g *g, unsigned by)

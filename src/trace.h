@@ -241,10 +241,10 @@ static inline __attribute__((always_inline)) void gmp__slice_end(gmp__p *p,
 void gmp__trace_ready_slow(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by);
 void gmp__trace_ready_nop(gmp_g *g, unsigned by);
 
-/* g (RUNNABLE, not yet queued) was readied on a thread holding p: by the
- * running task self, or by g0 code (self NULL; `by` says which). */
-static inline __attribute__((always_inline)) void
-gmp__trace_ready(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by)
+/* Whether this ready on p is one the tracer or the sampler wants: p's
+ * countdown reaches zero (every ready while a trace is recorded). */
+static inline __attribute__((always_inline)) bool
+gmp__trace_ready_due(gmp__p *p)
 {
 #if defined(__x86_64__)
 	/* One instruction and a branch: GCC would load, subtract and store. */
@@ -253,14 +253,29 @@ gmp__trace_ready(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by)
 		     : "m"(p->tr.ready_tick)
 		     : "cc", "memory"
 		     : slow);
-	return;
+	return false;
 slow:
-	gmp__trace_ready_slow(p, g, self, by);
+	return true;
 #else
-	if (GMP__UNLIKELY(--p->tr.ready_tick == 0))
-		gmp__trace_ready_slow(p, g, self, by);
+	return GMP__UNLIKELY(--p->tr.ready_tick == 0);
 #endif
 }
+
+/* g (RUNNABLE, not yet queued) was readied on a thread holding p: by the
+ * running task self, or by g0 code (self NULL; `by` says which). */
+static inline __attribute__((always_inline)) void
+gmp__trace_ready(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by)
+{
+	if (gmp__trace_ready_due(p))
+		gmp__trace_ready_slow(p, g, self, by);
+}
+
+/* gmp__trace_ready's slow half and the queueing of g into p's run queue
+ * (gmp__runq_put), for a ready that is due: the clock is read before the
+ * queueing and the event's time word written after, so that the queue's
+ * atomic read-modify-write does not wait for the clock (trace.c). */
+void gmp__trace_ready_put(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by,
+			  bool next);
 
 void gmp__trace_sched_slow(gmp__m *m, gmp__p *p);
 void gmp__trace_run_slow(gmp__m *m, gmp__p *p, gmp_g *g, bool natural);
