@@ -150,8 +150,13 @@ static bool is_awake(gmp__p *p)
 }
 
 /* Adds what p's thread (m, its CPU clock at cpu) ran since the last
- * reading to the slice's count. Returns whether it ran at least half the
- * time since then (so it was not asleep in the kernel). */
+ * reading to the slice's count. Returns whether it ran at least a
+ * sixteenth of the time since then (so it was not asleep in the kernel
+ * all along). Not half: a thread that shares its CPU with as many others
+ * gets about half, often less in a millisecond's window, and then only
+ * the state letter spoke for it; under qemu-user the emulator's own
+ * waits show a thread that runs guest code as asleep. A thread blocked
+ * in a call runs next to nothing. */
 static bool account(gmp__p *p, gmp__m *m, int64_t cpu, int64_t now)
 {
 	__typeof__(p->sysmontick) *pd = &p->sysmontick;
@@ -174,7 +179,7 @@ static bool account(gmp__p *p, gmp__m *m, int64_t cpu, int64_t now)
 	} else {
 		int64_t ran_ns = cpu > pd->cpu ? cpu - pd->cpu : 0;
 		pd->used += ran_ns;
-		ran = 2 * ran_ns >= now - pd->cpuwhen;
+		ran = 16 * ran_ns >= now - pd->cpuwhen;
 	}
 	pd->lookm = m;
 	pd->cpu = cpu;
@@ -212,7 +217,7 @@ static int64_t relook_least(const gmp__p *p)
 }
 
 /* Whether the thread holding p sleeps in the kernel, seen at two looks in
- * a row (ran: whether it ran at least half the time since the last).
+ * a row (ran: whether it ran a sixteenth of the time since the last).
  * One sighting is an instant: a thread that waits a moment in the kernel
  * (a page fault's I/O, a lock inside a library's call, or under
  * qemu-user the emulator's own locks, which it takes while the guest
