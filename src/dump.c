@@ -110,7 +110,6 @@ static void out_ptr(struct out *o, const void *p)
  * count), with plain loads. The values may be stale or torn between
  * fields, which a snapshot for humans tolerates; ThreadSanitizer is told
  * not to watch these reads. */
-#define RACY_READER __attribute__((no_sanitize("thread")))
 
 static const char *pstatus_name(uint32_t s)
 {
@@ -127,14 +126,14 @@ static const char *pstatus_name(uint32_t s)
 
 /* As racy as its callers' reads (the M may be new or recycled), so it
  * needs the attribute too: it is not inlined into them under TSan. */
-RACY_READER static int64_t m_id(const gmp__m *m)
+GMP__RACY_READER static int64_t m_id(const gmp__m *m)
 {
 	return m ? m->id : -1;
 }
 
 /* "task 7 [waiting, chan receive]: entry=0x... lastm=2". Returns false
  * for a G that is not live (dead or not yet set up): nothing is written. */
-RACY_READER static bool task_line(struct out *o, gmp_g *g)
+GMP__RACY_READER static bool task_line(struct out *o, gmp_g *g)
 {
 	uint32_t st = gmp__load32_acq(&g->status) & ~(uint32_t)GMP__G_FLAGS;
 	if (st == GMP__G_DEAD || st == GMP__G_IDLE)
@@ -174,7 +173,7 @@ RACY_READER static bool task_line(struct out *o, gmp_g *g)
 }
 
 /* Every live task; returns how many. */
-RACY_READER static int64_t tasks(struct out *o)
+GMP__RACY_READER static int64_t tasks(struct out *o)
 {
 	int64_t n = 0;
 	for (gmp_g *g = gmp__loadp_acq(&gmp__allg); g; g = g->allglink)
@@ -182,7 +181,7 @@ RACY_READER static int64_t tasks(struct out *o)
 	return n;
 }
 
-RACY_READER void gmp__sched_detail(FILE *f)
+GMP__RACY_READER void gmp__sched_detail(FILE *f)
 {
 	struct out o = { .f = f };
 	/* retiring Ps too (see sched.nallp); dead ones say so */

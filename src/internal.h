@@ -641,6 +641,12 @@ enum { GMP__GUARD_AUTO = 0, GMP__GUARD_ALWAYS = 1, GMP__GUARD_NEVER = 2 };
  * thread-local address (or glibc's const __errno_location) in a register
  * across the call that switched threads. A call into another translation
  * unit is opaque, so each access reads the current thread's copy. */
+/* A function that reads fields other threads own without
+ * synchronisation, for an estimate or a snapshot (Ms and Gs are never
+ * freed while the runtime runs): ThreadSanitizer does not watch it. Its
+ * reads must be plain ones; atomic.h's calls are watched wherever made. */
+#define GMP__RACY_READER __attribute__((no_sanitize("thread")))
+
 gmp__m *gmp__getm(void);
 void gmp__setm(gmp__m *m);
 int gmp__errno_get(void);

@@ -195,7 +195,7 @@ bool gmp__preempt_detach(gmp__p *p, uint32_t schedtick)
  * ThreadSanitizer told not to watch them: the M's store of curg orders
  * nothing for this reader, and TSan would see the read of a task made
  * in a stack region just mapped as racing the mapping. */
-__attribute__((no_sanitize("thread"))) uint32_t gmp__detached_count(void)
+GMP__RACY_READER uint32_t gmp__detached_count(void)
 {
 	uint32_t n = 0;
 	for (gmp__m *m = gmp__loadp_acq(&gmp__sched.allm); m; m = m->alllink) {

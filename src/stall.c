@@ -33,7 +33,6 @@
 
 /* The racy reads of fields other threads own (a G's id and fn, an M's
  * curg and tid), as in dump.c. */
-#define RACY_READER __attribute__((no_sanitize("thread")))
 
 /* Names of the system calls a stalled thread is most likely in. */
 static const char *syscall_name(long nr)
@@ -161,8 +160,8 @@ static void thread_doing(pid_t tid, char *out, size_t size)
 			 state, nr, syscall_name(nr), spv, pcv);
 }
 
-RACY_READER static void report(gmp_g *g, int64_t gid, gmp__m *m, int p,
-			       int64_t ns, bool detached)
+GMP__RACY_READER static void report(gmp_g *g, int64_t gid, gmp__m *m, int p,
+				    int64_t ns, bool detached)
 {
 	char fn[256], doing[256], line[1024];
 	gmp__symbolize((uintptr_t)g->fn, fn, sizeof fn);
@@ -192,7 +191,7 @@ bool gmp__stall_watching(void)
 	return watching != 0;
 }
 
-RACY_READER void gmp__stall_check(int64_t now)
+GMP__RACY_READER void gmp__stall_check(int64_t now)
 {
 	int64_t limit = (int64_t)gmp__cfg.stall_ms * 1000000;
 	uint32_t n = gmp__load32_acq(&gmp__sched.nallp);

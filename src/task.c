@@ -306,6 +306,17 @@ static __attribute__((noinline)) void ready_global(gmp_g *g)
 	gmp__rt_release();
 }
 
+/* Puts g, readied on the thread holding p (by self, or g0 code if NULL),
+ * into p's run queue, the tracer's hook around the put. */
+static inline __attribute__((always_inline)) void
+ready_put(gmp__p *p, gmp_g *g, gmp_g *self, bool next)
+{
+	if (gmp__trace_ready_due(p))
+		gmp__trace_ready_put(p, g, self, GMP__TRBY_SCHED, next);
+	else
+		gmp__runq_put(p, g, next);
+}
+
 /* Queues a G that just became runnable: into the caller's P (runnext when
  * `next`), or the global queue from a thread without one; then wakes a P
  * if one idles. self: the caller, if it is the running task inside the
@@ -325,10 +336,7 @@ static inline void ready_queue(gmp_g *g, bool next, gmp_g *self)
 		gmp__gq_push(m->readyq, g);
 		return;
 	}
-	if (gmp__trace_ready_due(p))
-		gmp__trace_ready_put(p, g, self, GMP__TRBY_SCHED, next);
-	else
-		gmp__runq_put(p, g, next);
+	ready_put(p, g, self, next);
 	/* wakep needs a #StoreLoad after the put: the full CAS on runnext
 	 * is one; a put at the tail needs its own. */
 	if (!next)
@@ -419,10 +427,7 @@ void gmp__ready_claimed_quiet(gmp_g *g, gmp_g *self)
 	 * head as everywhere the owner reads it (runq_put). */
 	bool alone = gmp__loadp_rlx(&p->runnext) == NULL &&
 		     p->runqtail == gmp__load32_acq(&p->runqhead);
-	if (gmp__trace_ready_due(p))
-		gmp__trace_ready_put(p, g, self, GMP__TRBY_SCHED, true);
-	else
-		gmp__runq_put(p, g, true);
+	ready_put(p, g, self, true);
 	if (!alone)
 		gmp__wakep(); /* runnext's full CAS: the #StoreLoad */
 }

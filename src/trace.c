@@ -149,7 +149,6 @@ unsigned gmp__trev_words(unsigned kind)
  * is read plainly here: atomic.h's loads are not inlined into these
  * functions under TSan, which would then see an atomic load racing a
  * plain store. */
-#define RACY_READER __attribute__((no_sanitize("thread")))
 
 /* ---- chunks ---------------------------------------------------------------- */
 
@@ -367,8 +366,8 @@ static void emit_side(unsigned kind, uint64_t a, uint64_t b, uint64_t c)
 /* Records an event for the calling thread, into whichever writer is its
  * own: its P's while its P is its own to use (gmp__getg's rule: on g0 or
  * in a RUNNING task), else its M's, else the side writer. */
-RACY_READER static void emit_here(unsigned kind, uint64_t a, uint64_t b,
-				  uint64_t c)
+GMP__RACY_READER static void emit_here(unsigned kind, uint64_t a, uint64_t b,
+				       uint64_t c)
 {
 	gmp__m *m = gmp__getm();
 	if (!m) {
@@ -393,7 +392,7 @@ static inline bool on_acq(void)
 
 /* Who readied g (EV_READY's second word): self, else the running task of
  * this thread, else what g0 is doing. */
-RACY_READER static inline __attribute__((always_inline)) uint64_t
+GMP__RACY_READER static inline __attribute__((always_inline)) uint64_t
 ready_word(gmp_g *g, gmp_g *self, unsigned by)
 {
 	if (!self) {
@@ -426,25 +425,6 @@ static void sample_ready(gmp_g *g)
 	gmp__gstatus_track(g);
 }
 
-/* A ready while a trace is recorded: each one is (the hook sends each
- * one here), and one in gmp__sample_ready is measured; else this is the
- * sampled one. */
-RACY_READER void gmp__trace_ready_slow(gmp__p *p, gmp_g *g, gmp_g *self,
-				       unsigned by)
-{
-	if (GMP__LIKELY(on_acq())) {
-		p->tr.ready_tick = 1;
-		emit(p_src(p), GMP__EV_READY, gmp__ticks(), (uint64_t)g->id,
-		     ready_word(g, self, by), 0);
-		if (--p->tr.ready_left > 0)
-			return;
-	} else {
-		p->tr.ready_tick = gmp__sample_ready;
-	}
-	p->tr.ready_left = (int32_t)gmp__sample_ready;
-	sample_ready(g);
-}
-
 /* Room for an event of n argument words in s, the caller's: where to
  * write it, or NULL (dropped, counted). Nothing is published. */
 static inline __attribute__((always_inline)) uint64_t *
@@ -457,50 +437,76 @@ src_reserve(gmp__trsrc *s, unsigned n)
 	return pos;
 }
 
-/* A ready on p while tracing or sampled, and the queueing of g. While a
- * trace is recorded, the READY event's argument words are written first,
- * then the clock read; g is queued, and only then the event's header (its
- * time) stored and the event published. The queueing's full CAS (on
- * runnext) drains the store buffer: a store of the clock's value before
- * it would make the CAS wait for rdtsc, some 15-20 ns per ready on this
- * machine's VM, while after it the clock's latency hides behind the
- * queueing. The tick is still taken before g is queued, so that a RUN of
- * g on another P is never stamped before its READY. No other event is
- * recorded into p's writer between the two halves. */
-RACY_READER void gmp__trace_ready_put(gmp__p *p, gmp_g *g, gmp_g *self,
-				      unsigned by, bool next)
+/* A ready the tracer or the sampler wants, its first half: while a trace
+ * is recorded, the READY event's argument words are written (not yet
+ * published) and the clock read (*now); one ready in gmp__sample_ready
+ * is measured. Returns where the event is, or NULL (none, or dropped).
+ * ready_end publishes it. Between the halves the caller may queue g, but
+ * records no other event into p's writer. */
+GMP__RACY_READER static inline __attribute__((always_inline)) uint64_t *
+ready_begin(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by, uint64_t *now)
 {
-	if (GMP__LIKELY(on_acq())) {
-		p->tr.ready_tick = 1;
-		gmp__trsrc *s = p_src(p);
-		uint64_t *pos = src_reserve(s, 2);
-		if (pos) {
-			gmp__store64_rlx(&pos[1], (uint64_t)g->id);
-			gmp__store64_rlx(&pos[2], ready_word(g, self, by));
-		}
-		uint64_t now = gmp__ticks();
-		if (--p->tr.ready_left <= 0) {
-			p->tr.ready_left = (int32_t)gmp__sample_ready;
-			g->readyt = now;
-			gmp__gstatus_track(g);
-		}
-		gmp__runq_put(p, g, next);
-		if (pos) {
-			gmp__store64_rlx(&pos[0], now << 8 | GMP__EV_READY);
-			s->pos = pos + 3;
-			/* release: pairs with every chunk reader's acquire */
-			gmp__store32_rel(&s->chunk->len,
-					 (uint32_t)(pos + 3 - s->chunk->w));
-		}
-		return;
+	if (!on_acq()) {
+		p->tr.ready_tick = gmp__sample_ready;
+		p->tr.ready_left = (int32_t)gmp__sample_ready;
+		sample_ready(g);
+		return NULL;
 	}
-	p->tr.ready_tick = gmp__sample_ready;
-	p->tr.ready_left = (int32_t)gmp__sample_ready;
-	sample_ready(g);
-	gmp__runq_put(p, g, next);
+	p->tr.ready_tick = 1;
+	uint64_t *pos = src_reserve(p_src(p), 2);
+	if (pos) {
+		gmp__store64_rlx(&pos[1], (uint64_t)g->id);
+		gmp__store64_rlx(&pos[2], ready_word(g, self, by));
+	}
+	*now = gmp__ticks();
+	if (--p->tr.ready_left <= 0) {
+		p->tr.ready_left = (int32_t)gmp__sample_ready;
+		g->readyt = *now;
+		gmp__gstatus_track(g);
+	}
+	return pos;
 }
 
-RACY_READER void gmp__trace_ready_nop(gmp_g *g, unsigned by)
+/* The second half: the event's time, and the event published. */
+static inline __attribute__((always_inline)) void
+ready_end(gmp__p *p, uint64_t *pos, uint64_t now)
+{
+	if (!pos)
+		return;
+	gmp__trsrc *s = p_src(p);
+	gmp__store64_rlx(&pos[0], now << 8 | GMP__EV_READY);
+	s->pos = pos + 3;
+	/* release: the words before the length that covers them; pairs
+	 * with the acquire of every reader of the chunk */
+	gmp__store32_rel(&s->chunk->len, (uint32_t)(pos + 3 - s->chunk->w));
+}
+
+/* A ready while a trace is recorded (the hook sends each one here), or
+ * the sampled one. */
+void gmp__trace_ready_slow(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by)
+{
+	uint64_t now;
+	uint64_t *pos = ready_begin(p, g, self, by, &now);
+	ready_end(p, pos, now);
+}
+
+/* The same around the queueing of g. The time word is stored after the
+ * queueing: its full CAS (on runnext) drains the store buffer, and a
+ * store of the clock's value before it would make the CAS wait for
+ * rdtsc, some 15-20 ns per ready on this machine's VM, while after it
+ * the clock's latency hides behind the queueing. The tick is still taken
+ * before g is queued, so that a RUN of g on another P is never stamped
+ * before its READY. */
+void gmp__trace_ready_put(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by,
+			  bool next)
+{
+	uint64_t now;
+	uint64_t *pos = ready_begin(p, g, self, by, &now);
+	gmp__runq_put(p, g, next);
+	ready_end(p, pos, now);
+}
+
+GMP__RACY_READER void gmp__trace_ready_nop(gmp_g *g, unsigned by)
 {
 	if (on_acq()) {
 		gmp__m *m = gmp__getm();
@@ -520,7 +526,7 @@ RACY_READER void gmp__trace_ready_nop(gmp_g *g, unsigned by)
  * reason: what the P was told (stopwhy), else what g's status says. A
  * g that is RUNNING or in a system call already was readied and run
  * elsewhere meanwhile: it parked (the converter knows from its ready). */
-RACY_READER static inline uint64_t stop_word(gmp__p *p, gmp_g *g)
+GMP__RACY_READER static inline uint64_t stop_word(gmp__p *p, gmp_g *g)
 {
 	uint32_t how = p->tr.stopwhy;
 	uint32_t reason = 0;
@@ -612,7 +618,7 @@ void gmp__trace_run_slow(gmp__m *m, gmp__p *p, gmp_g *g, bool natural)
 	}
 }
 
-RACY_READER void gmp__trace_pstart_slow(gmp__m *m, gmp__p *p)
+GMP__RACY_READER void gmp__trace_pstart_slow(gmp__m *m, gmp__p *p)
 {
 	if (!on_acq())
 		return;
@@ -636,7 +642,7 @@ RACY_READER void gmp__trace_pstart_slow(gmp__m *m, gmp__p *p)
 	}
 }
 
-RACY_READER void gmp__trace_pstop_slow(gmp__m *m, gmp__p *p, unsigned why)
+GMP__RACY_READER void gmp__trace_pstop_slow(gmp__m *m, gmp__p *p, unsigned why)
 {
 	uint64_t now = gmp__ticks();
 	gmp__slice_end(p, now);
@@ -707,7 +713,7 @@ void gmp__trace_sysexit_slow(gmp__m *m, gmp_g *g)
 		     (uint64_t)g->id | (uint64_t)(p == NULL) << 63, 0, 0);
 }
 
-RACY_READER void gmp__trace_create_slow(gmp__p *p, gmp_g *g)
+GMP__RACY_READER void gmp__trace_create_slow(gmp__p *p, gmp_g *g)
 {
 	if (!on_acq())
 		return;
@@ -795,7 +801,7 @@ void gmp__trace_steal(gmp__p *p, gmp__p *victim, uint32_t n)
 
 /* ---- the tasks as the trace finds them ------------------------------------------ */
 
-RACY_READER static void snapshot_tasks(void)
+GMP__RACY_READER static void snapshot_tasks(void)
 {
 	for (gmp_g *g = gmp__loadp_acq(&gmp__allg); g; g = g->allglink) {
 		uint32_t st = gmp__load32_acq(&g->status) &
@@ -968,8 +974,8 @@ static bool collect_add(struct collect *k, uint64_t src, uint64_t seq,
 /* A writer's current chunk, copied as it is now (the writer goes on):
  * whole events up to the length loaded with acquire, kept only if the
  * chunk was not handed to another writer meanwhile. */
-RACY_READER static void collect_current(struct collect *k, gmp__trsrc *s,
-					uint32_t epoch)
+GMP__RACY_READER static void collect_current(struct collect *k, gmp__trsrc *s,
+					     uint32_t epoch)
 {
 	gmp__trchunk *c = gmp__loadp_acq(&s->chunk);
 	if (!c)
@@ -992,8 +998,8 @@ RACY_READER static void collect_current(struct collect *k, gmp__trsrc *s,
 	collect_add(k, src, seq, copy, n);
 }
 
-RACY_READER static void collect_currents(struct collect *k, uint32_t epoch,
-					 bool lock_side)
+GMP__RACY_READER static void collect_currents(struct collect *k, uint32_t epoch,
+					      bool lock_side)
 {
 	uint32_t n = gmp__load32_acq(&gmp__sched.nallp);
 	for (uint32_t i = 0; i < n; i++) {
