@@ -20,13 +20,19 @@
  * Each task counts itself running (an atomic counter) from just before a
  * stretch of its own code to just after it, switch point excluded; a
  * task the kernel takes off its CPU in the middle stays counted, as it
- * should. A plain thread reads Threads: from /proc/self/status every
- * 5 ms.
+ * should. A task reads Threads: from /proc/self/status every 5 ms (as
+ * the Go twin's goroutine does: a thread of its own would be one more
+ * thread wanting a CPU beside the work, which Go's sampler is not).
+ *
+ * The busy neighbours are the same program on both sides, a shell's
+ * empty loop (sh -c 'while :; do :; done'), so that each side competes
+ * with the same thing (a copy of Go's own binary spinning runs a sysmon
+ * that signals it every 10 ms, a forked C loop does not).
  *
  * Reported: most_running (the most tasks running their own code at one
  * instant) and over_procs (how far that exceeds P: 0 is the target),
  * detaches (gmp_stats), threads_peak (the process's threads, the main
- * thread included, the sampler not), cpu_share (the process's CPU time
+ * thread included), cpu_share (the process's CPU time
  * over the work's wall time, in CPUs) and work_ms (the work's wall
  * time). Go: bench/go/preempt_contention, the same program; Go preempts a
  * goroutine anywhere, so its count may include one stopped mid-stretch. */
@@ -38,7 +44,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -108,28 +113,10 @@ static void fib_worker(void *arg)
 	gmp_wg_done(&wg);
 }
 
-static int64_t work_ns, work_cpu_ns;
-static int64_t cpu_ns(void);
-
-static int run(void *arg)
-{
-	(void)arg;
-	int64_t cpu0 = cpu_ns();
-	int64_t t0 = bench_now_ns();
-	gmp_wg_add(&wg, ntasks);
-	for (long long i = 0; i < ntasks; i++)
-		if (gmp_go(fib_mode ? fib_worker : chunk_worker,
-			   (void *)(uintptr_t)(i + 1)) < 0)
-			abort();
-	gmp_wg_wait(&wg);
-	work_ns = bench_now_ns() - t0;
-	work_cpu_ns = cpu_ns() - cpu0;
-	return 0;
-}
-
 /* ---- the threads sampler ------------------------------------------------------ */
 
 static atomic_int sampling = 1;
+static gmp_wg sampled = GMP_WG_INIT;
 static int threads_peak;
 
 static int threads_now(void)
@@ -145,16 +132,40 @@ static int threads_now(void)
 	return n;
 }
 
-static void *sampler(void *arg)
+static void sampler(void *arg)
 {
 	(void)arg;
 	while (atomic_load(&sampling)) {
-		int n = threads_now() - 1; /* not this thread */
+		int n = threads_now();
 		if (n > threads_peak)
 			threads_peak = n;
-		usleep(5000);
+		gmp_sleep(5 * 1000 * 1000);
 	}
-	return NULL;
+	gmp_wg_done(&sampled);
+}
+
+static int64_t work_ns, work_cpu_ns;
+static int64_t cpu_ns(void);
+
+static int run(void *arg)
+{
+	(void)arg;
+	int64_t cpu0 = cpu_ns();
+	int64_t t0 = bench_now_ns();
+	gmp_wg_add(&wg, ntasks);
+	gmp_wg_add(&sampled, 1);
+	if (gmp_go(sampler, NULL) < 0)
+		abort();
+	for (long long i = 0; i < ntasks; i++)
+		if (gmp_go(fib_mode ? fib_worker : chunk_worker,
+			   (void *)(uintptr_t)(i + 1)) < 0)
+			abort();
+	gmp_wg_wait(&wg);
+	work_ns = bench_now_ns() - t0;
+	work_cpu_ns = cpu_ns() - cpu0;
+	atomic_store(&sampling, 0);
+	gmp_wg_wait(&sampled);
+	return 0;
 }
 
 /* ---- the machine ------------------------------------------------------------ */
@@ -238,21 +249,18 @@ int main(int argc, char **argv)
 		spin[i] = fork();
 		if (spin[i] == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			for (volatile uint64_t x = 0;; x++)
-				;
+			execl("/bin/sh", "sh", "-c", "while :; do :; done",
+			      (char *)NULL);
+			_exit(127);
 		}
 	}
 	usleep(100 * 1000); /* the spinners get going */
 
-	pthread_t st;
-	pthread_create(&st, NULL, sampler, NULL);
 	gmp_config c = { .maxprocs = a.procs };
 	if (gmp_init(&c) != 0 || gmp_main(run, NULL) != 0)
 		return 1;
 	gmp_stats s;
 	gmp_stats_read(&s);
-	atomic_store(&sampling, 0);
-	pthread_join(st, NULL);
 	gmp_shutdown();
 	for (long long i = 0; i < busy; i++) {
 		kill(spin[i], SIGKILL);

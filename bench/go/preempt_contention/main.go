@@ -1,6 +1,7 @@
 // bench=preempt_contention: the Go twin of bench/preempt_contention.c. At
-// GOMAXPROCS=procs (default: the CPUs this process may use), -busy copies
-// of this program spin beside it (started with -spin, killed at the end).
+// GOMAXPROCS=procs (default: the CPUs this process may use), -busy shells
+// spin beside it (sh -c 'while :; do :; done', as in C: the same
+// neighbours on both sides; killed at the end).
 // mode=chunks: n goroutines (default 4) each do chunks of work_us µs of
 // CPU work (an LCG loop, calibrated first) with a call between two chunks
 // (where Go's prologue check lets it stop, as gmp_preempt_point() does in
@@ -123,7 +124,6 @@ func threadsNow() int {
 }
 
 func main() {
-	spin := flag.Bool("spin", false, "only spin (a busy neighbour)")
 	ncpu := runtime.NumCPU()
 	procs := flag.Int("procs", ncpu, "GOMAXPROCS")
 	n := flag.Int("n", -1, "goroutines (default 4, or 2000 with mode=fib)")
@@ -133,10 +133,6 @@ func main() {
 	k := flag.Int("fib", 27, "fib argument")
 	busy := flag.Int("busy", ncpu, "spinning processes beside")
 	flag.Parse()
-	if *spin {
-		for x := uint64(0); ; x++ {
-		}
-	}
 	fibMode := *mode == "fib"
 	if !fibMode && *mode != "chunks" {
 		fmt.Fprintln(os.Stderr, "preempt_contention: -mode is chunks or fib")
@@ -157,7 +153,8 @@ func main() {
 
 	var spinners []*exec.Cmd
 	for i := 0; i < *busy; i++ {
-		c := exec.Command("/proc/self/exe", "-spin")
+		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := c.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
