@@ -394,13 +394,17 @@ struct gmp__p {
 		 * wall time, as if it had run all along); the figure `used`
 		 * reaches when the task, asked to yield, has had its grace
 		 * period; when the thread is looked at next; and when a
-		 * system call's thread is looked at next. wall: this slice is
-		 * judged on the wall clock (GMP_DEBUG=randomize=1 picks half
-		 * the slices at random). asleep: the last look found the
-		 * thread asleep in the kernel, having run little since the
-		 * look before. */
+		 * system call's thread is looked at next. firstmax: the most
+		 * the first reading takes the slice to have used; ran and
+		 * ranover: the CPU time the thread got between the last two
+		 * readings, and the wall time between them (0: not known).
+		 * wall: this slice is judged on the wall clock
+		 * (GMP_DEBUG=randomize=1 picks half the slices at random).
+		 * asleep: the last look found the thread asleep in the
+		 * kernel, having run little since the look before. */
 		gmp__m *lookm;
 		int64_t cpu, cpuwhen, used, graceused, lookwhen, syslook;
+		int64_t firstmax, ran, ranover;
 		bool wall, asleep;
 	} sysmontick;
 
@@ -596,7 +600,8 @@ typedef struct gmp__sched {
 	volatile uint32_t pollingnet;
 
 	/* sysmon's deep sleep (sysmon.c): set under sched.lock while it
-	 * sleeps on sysmonnote because every P is idle; sysmonuntil is when
+	 * sleeps on sysmonnote because every P is idle, or long while the
+	 * Ps compute (SHORT, as a deep sleep's slices); sysmonuntil is when
 	 * that sleep (or its current slice) ends by itself, stored (relaxed,
 	 * under sched.lock) before sysmonwait. gmp_enter_syscall reads both
 	 * racily and unordered: a stale sysmonuntil only moves a wake it

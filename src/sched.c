@@ -371,10 +371,11 @@ void gmp__wakep(void)
 	/* Nothing to wake if every P is busy (their Ms will get to the work)
 	 * or an M already spins (it will find it). Every P busy and none
 	 * spinning: if sysmon still sleeps the deep sleep it took when every
-	 * P was idle, a P held by a task in a system call may be the work's
-	 * only way out (gmp_enter_syscall wakes sysmon only for a call that
-	 * held work up then), so wake it; once per deep sleep, as the first
-	 * waker clears sysmonwait. */
+	 * P was idle (or a long one while the Ps compute), a P held by a
+	 * task in a system call may be the work's only way out
+	 * (gmp_enter_syscall wakes sysmon only for a call that held work up
+	 * then), so wake it; once per sleep, as the first waker clears
+	 * sysmonwait. */
 	if (gmp__load32_rlx(&gmp__sched.npidle) == 0) {
 		if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.sysmonwait)) &&
 		    gmp__load32_rlx(&gmp__sched.nmspinning) == 0)

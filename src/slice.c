@@ -30,15 +30,27 @@ enum {
 	CPU_GRACE_FACTOR = 2,
 	/* What a slice is taken to have used before that reading, at most. */
 	FIRST_MAX_NS = 2 * LOOK_AFTER_NS,
-	/* A thread the kernel keeps waiting is looked at again at most this
-	 * much later, so that one that falls asleep in the kernel meanwhile
-	 * loses its P about as soon as on the wall clock; and at least this
-	 * much later (a quarter of a randomized slice), however little CPU
-	 * time it has left to run: sysmon's own period while a P runs, so
-	 * that the looks ride on its rounds rather than add wakeups (a
-	 * wakeup costs sysmon 15-20 µs of CPU on a VM). */
-	RELOOK_NS = 2 * 1000 * 1000,
+	/* A thread the kernel keeps waiting is looked at again when it could
+	 * have run the rest of its CPU time at the share of a CPU it got
+	 * since the last look, but at most this much later, so that one
+	 * that falls asleep in the kernel meanwhile loses its P at most
+	 * that much later than on the wall clock; and at least this much
+	 * later (a quarter of a randomized slice), however little CPU time
+	 * it has left to run. Each look is a wakeup of sysmon's (15-20 µs
+	 * of its CPU on a VM) on a machine whose CPUs are scarce: a thread
+	 * that gets a third of a CPU takes 30 ms for its slice, and looks
+	 * every millisecond or two would cost the program more than Go's
+	 * sysmon does. */
+	RELOOK_NS = 5 * 1000 * 1000,
 	RELOOK_MIN_NS = 1000 * 1000,
+	/* After the request, at most this much later: the grace is short (2
+	 * ms of CPU time), and a hog that has not answered is detached at
+	 * most this late for it, as before the looks were spaced out. */
+	RELOOK_GRACE_NS = 2 * 1000 * 1000,
+	/* A slice within this part of its length of its end, in CPU time,
+	 * has ended: a look that comes just short of the end asks then,
+	 * rather than taking one more look (a wakeup) a moment later. */
+	END_SLACK_DIV = 32,
 	/* A system call found running is looked at again after as long as
 	 * it has lasted, and at least this much later. */
 	SYSLOOK_MIN_NS = 20 * 1000,
@@ -163,23 +175,29 @@ static bool account(gmp__p *p, gmp__m *m, int64_t cpu, int64_t now)
 	bool ran = false;
 	if (!pd->lookm) {
 		/* The first reading: what came before is not known; take
-		 * the wall time since sysmon saw the slice begin, as if the
-		 * thread had run all along. sysmon looks every millisecond
-		 * while a P runs, so that is 1-2 ms; a first look later than
+		 * the wall time since the slice is counted from (when sysmon
+		 * saw it begin, or earlier: sysmon.c), as if the thread had
+		 * run all along. sysmon wakes for this reading, 1 ms after
+		 * that, so that is 1-2 ms, plus how much earlier than its
+		 * sight the slice is counted from; a first look later than
 		 * that means sysmon was kept from a CPU, and most likely the
-		 * thread was too: no more than 2 ms is taken. */
+		 * thread was too: no more than 2 ms is taken (firstmax). */
 		int64_t age = now - pd->schedwhen;
 		pd->used = age < 0              ? 0
-			   : age < FIRST_MAX_NS ? age
-						: FIRST_MAX_NS;
+			   : age < pd->firstmax ? age
+						: pd->firstmax;
+		pd->ran = pd->ranover = 0;
 	} else if (pd->lookm != m) {
 		/* The slice moved to another thread (a task that left its
 		 * system call took its P back): as if it had run since. */
 		pd->used += now > pd->cpuwhen ? now - pd->cpuwhen : 0;
+		pd->ran = pd->ranover = 0;
 	} else {
 		int64_t ran_ns = cpu > pd->cpu ? cpu - pd->cpu : 0;
 		pd->used += ran_ns;
 		ran = 16 * ran_ns >= now - pd->cpuwhen;
+		pd->ran = ran_ns;
+		pd->ranover = now - pd->cpuwhen;
 	}
 	pd->lookm = m;
 	pd->cpu = cpu;
@@ -236,26 +254,51 @@ static bool asleep_twice(gmp__p *p, bool ran, int64_t now, int64_t *soon)
 }
 
 /* When to look again at a thread that has `left` ns of CPU time to run
- * before it is at fault. */
-static int64_t relook(const gmp__p *p, int64_t now, int64_t left)
+ * before it is at fault: when it could have run them at the share of a
+ * CPU it got between the last two readings (all of one if not known),
+ * within RELOOK_MIN_NS and `most`. */
+static int64_t relook(const gmp__p *p, int64_t now, int64_t left, int64_t most)
 {
+	const __typeof__(p->sysmontick) *pd = &p->sysmontick;
 	int64_t least = relook_least(p);
-	if (left > RELOOK_NS)
-		left = RELOOK_NS;
-	if (left < least)
-		left = least;
-	return now + left;
+	int64_t wait = left;
+	/* left is at most a slice plus its grace, tens of ms; ranover a
+	 * few seconds at most between two readings: no overflow */
+	if (pd->ran > 0 && pd->ranover > pd->ran)
+		wait = left * pd->ranover / pd->ran;
+	else if (pd->ran <= 0 && pd->ranover > 0)
+		wait = most; /* it did not run at all */
+	if (wait > most)
+		wait = most;
+	if (wait < least)
+		wait = least;
+	return now + wait;
+}
+
+/* Whether the slice on p has used its CPU time (within END_SLACK_DIV). */
+static bool used_up(const gmp__p *p)
+{
+	const __typeof__(p->sysmontick) *pd = &p->sysmontick;
+	return pd->used >= pd->slice - pd->slice / END_SLACK_DIV;
 }
 
 /* ---- sysmon's questions (slice.h) --------------------------------------------- */
 
-void gmp__slice_begin(gmp__p *p, int64_t now)
+bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked)
 {
 	__typeof__(p->sysmontick) *pd = &p->sysmontick;
+	/* The reading before, of the slice that was asked to end */
+	gmp__m *prevm = asked && !pd->wall ? pd->lookm : NULL;
+	int64_t prevcpu = pd->cpu;
 	pd->lookm = NULL;
 	pd->used = 0;
 	pd->graceused = 0;
 	pd->asleep = false;
+	pd->ran = pd->ranover = 0;
+	/* Counted from `since`, the slice may have run since then: the
+	 * first reading may take that much more, beyond what the cap
+	 * allows for sysmon's own lateness. */
+	pd->firstmax = FIRST_MAX_NS + (now > since ? now - since : 0);
 	/* Randomized, half the slices are judged on the wall clock: their
 	 * requests and detaches come at the random moments the slice and
 	 * grace lengths make, racing the task's entries as often as before,
@@ -263,17 +306,34 @@ void gmp__slice_begin(gmp__p *p, int64_t now)
 	pd->wall = !sl.on || (GMP__UNLIKELY(gmp__cfg.randomize) &&
 			      gmp__preempt_grace() & 1);
 	/* Randomized slices (20-520 µs) are looked at halfway. */
-	pd->lookwhen = now + (pd->slice / 2 < LOOK_AFTER_NS ? pd->slice / 2
-							    : LOOK_AFTER_NS);
+	pd->lookwhen = since + (pd->slice / 2 < LOOK_AFTER_NS ? pd->slice / 2
+							      : LOOK_AFTER_NS);
+	/* A slice that follows one asked to end, on the same thread, began
+	 * after the reading taken at the request: the thread's CPU time
+	 * since then is at most what it has used, and it is read now
+	 * rather than a millisecond later (a wakeup of sysmon's saved per
+	 * slice of a program that computes in long slices). */
+	gmp__m *m;
+	int64_t cpu;
+	if (!prevm || pd->wall || !read_cpu(p, &m, &cpu) || m != prevm)
+		return false;
+	pd->lookm = m;
+	pd->used = cpu > prevcpu ? cpu - prevcpu : 0;
+	pd->cpu = cpu;
+	pd->cpuwhen = now;
+	/* It cannot have run the rest sooner (gmp__slice_ended). */
+	pd->lookwhen = now + (pd->slice - pd->used);
+	return true;
 }
 
 int64_t gmp__slice_next(const gmp__p *p)
 {
 	const __typeof__(p->sysmontick) *pd = &p->sysmontick;
-	/* Nothing can be due before the slice's wall-clock end: the first
-	 * reading, 1 ms in, rides on one of sysmon's rounds. */
-	int64_t end = pd->schedwhen + pd->slice;
-	return pd->wall || pd->lookwhen < end ? end : pd->lookwhen;
+	/* The first reading, 1 ms in, is a look of its own: sysmon may
+	 * sleep longer than that while every slice it watches is known
+	 * (sysmon.c). After it, lookwhen is never before the wall-clock
+	 * end: the slice cannot have run its CPU time sooner. */
+	return pd->wall ? pd->schedwhen + pd->slice : pd->lookwhen;
 }
 
 bool gmp__slice_ended(gmp__p *p, int64_t now)
@@ -289,7 +349,7 @@ bool gmp__slice_ended(gmp__p *p, int64_t now)
 	if (!read_cpu(p, &m, &cpu))
 		return wall;
 	bool ran = account(p, m, cpu, now);
-	if (pd->used >= pd->slice)
+	if (used_up(p))
 		return true; /* its slice of CPU time */
 	int64_t left = pd->slice - pd->used;
 	if (!wall) {
@@ -305,7 +365,7 @@ bool gmp__slice_ended(gmp__p *p, int64_t now)
 	int64_t soon;
 	if (asleep_twice(p, ran, now, &soon) || self_crowded(now))
 		return true;
-	pd->lookwhen = soon ? soon : relook(p, now, left);
+	pd->lookwhen = soon ? soon : relook(p, now, left, RELOOK_NS);
 	return false;
 }
 
@@ -344,7 +404,9 @@ bool gmp__slice_detachable(gmp__p *p, int64_t now)
 	int64_t soon;
 	if (asleep_twice(p, ran, now, &soon))
 		return true; /* asleep in the kernel */
-	pd->detachwhen = soon ? soon : relook(p, now, pd->graceused - pd->used);
+	pd->detachwhen = soon ? soon
+			      : relook(p, now, pd->graceused - pd->used,
+				       RELOOK_GRACE_NS);
 	return false;
 }
 

@@ -16,8 +16,13 @@ void gmp__slice_init(void);
 /* Whether sysmon looks at threads (else slices are wall-clock ones). */
 bool gmp__slice_cpu(void);
 
-/* A new slice on p (retake saw a new schedtick). */
-void gmp__slice_begin(gmp__p *p, int64_t now);
+/* A new slice on p: retake saw a new schedtick at `now`, and counts the
+ * slice from `since` (now, or earlier if sysmon slept long and the slice
+ * may have begun well before it was seen). `asked`: the slice before
+ * was asked to end (its task answered). Returns whether the new slice's
+ * thread was read already (it follows the asked one on the same thread):
+ * then it needs no look before it could have run its CPU time. */
+bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked);
 
 /* Whether the slice on p, which has not been asked to end yet, has ended:
  * its thread has run the slice's length in CPU time (the task hogs the
@@ -44,7 +49,9 @@ bool gmp__slice_detachable(gmp__p *p, int64_t now);
  * The caller must not hold the task's SCAN bit: this reads /proc. */
 bool gmp__slice_syscall_blocks(gmp__p *p, int64_t now);
 
-/* When the slice on p, not yet asked to end, wants sysmon's next look. */
+/* When the slice on p, not yet asked to end, wants sysmon's next look
+ * (the first reading of its thread's CPU clock, or when it could have
+ * run its CPU time; on the wall clock, its end). */
 int64_t gmp__slice_next(const gmp__p *p);
 
 /* sysmon's sleep of `slept` ns came back `late` ns later than it should

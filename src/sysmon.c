@@ -1,9 +1,12 @@
 /* sysmon: the system monitor thread (Go's sysmon; design.md §26.2).
  *
  * It holds no P and runs no tasks. In rounds of 20 µs, backing off to
- * 10 ms while it finds nothing to do, it looks at every P: a task whose
- * slice has lasted 10 ms is asked to yield (its thread's preempt flag and
- * the P's), and 1 ms later, if someone could use its P, detached from it
+ * 10 ms while it finds nothing to do (but while a P runs, 1 ms apart as
+ * long as its looks find something new, and while the Ps compute in
+ * slices it has seen, until one of them wants a look), it looks at every
+ * P: a task whose slice has lasted 10 ms is asked to yield (its thread's
+ * preempt flag and the P's), and 1 ms later, if someone could use its P,
+ * detached from it
  * (preempt.c, design.md §37); where it can look at the thread, both are
  * CPU time, the millisecond two, and a thread the kernel keeps waiting is
  * not at fault (slice.c, design.md §37.7); a P whose task sits in a
@@ -14,7 +17,8 @@
  * starts an idle P for a timer overdue on a busy one, makes the poller's
  * deferred checks (pollfd_recheck.c), runs the free lists' sweep (g.c),
  * and prints schedtrace. When every P is idle it sleeps deeply on
- * sched.sysmonnote; sysmon.h holds the calls that end that sleep and the
+ * sched.sysmonnote, and its long sleeps while the Ps compute are taken
+ * there too; sysmon.h holds the calls that end those sleeps and the
  * check gmp_enter_syscall makes before it calls one. design.md §26.2 says
  * how long each sleep lasts and who ends it.
  */
@@ -22,6 +26,7 @@
 #include <string.h>
 
 #include "dump.h"
+#include "export_test.h"
 #include "g.h"
 #include "internal.h"
 #include "maxprocs.h"
@@ -45,20 +50,42 @@ enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 enum { SYSMON_WAIT_SHORT = 1, SYSMON_WAIT_LONG = 2 };
 enum { DEEP_SHORT_NS = 10 * 1000 * 1000 };
 
-/* While any P runs a task, sysmon looks at least this often (µs), so that
- * a slice is seen to begin at most this late, and so ends, and is
- * detached, at most this much later than its 10 ms and 1 ms: a task that
- * never yields loses its P at most 12 ms into its slice. A thousand
- * wakeups a second while the program computes cost sysmon a few tenths
- * of a per cent of a CPU. */
+/* While any P runs a task, sysmon looks at least this often (µs) as long
+ * as its looks find Ps starting slices or in system calls, so that a
+ * slice is seen to begin at most this late, and so ends, and is detached,
+ * at most this much later than its 10 ms and 1 ms: a task that never
+ * yields loses its P at most 12 ms into its slice. */
 enum { BUSY_DELAY_US = 1000, BUSY_DELAY_RANDOMIZED_US = 50 };
+
+/* But while every P that runs is in a slice sysmon has seen already (the
+ * program computes in long slices), a look every millisecond finds
+ * nothing new: sysmon sleeps until a slice it watches wants a look, up to
+ * this long (µs), Go's longest round. A wakeup costs it 15-20 µs of CPU
+ * on a VM, which on a machine whose CPUs are scarce the program's threads
+ * pay for. The long sleep is on sched.sysmonnote, so that what ends the
+ * deep sleep ends it too: a system call entered with work waiting, work
+ * that finds no P (sysmon.h). A slice that begins unseen meanwhile is
+ * counted from one BUSY_DELAY_US after the look before (retake): as if
+ * sysmon had looked every millisecond, it is never counted later than
+ * that, though it may be counted from before it began. */
+enum { BUSY_LONG_US = 10 * 1000 };
 
 static struct {
 	pthread_t thread;
 	bool running;
 	volatile uint32_t stop; /* atomic */
 	gmp__note stopnote;     /* sysmon's own short sleeps */
+	/* tests (gmp__sysmon_long_sleeps): sysmon's, read racily */
+	volatile uint64_t nlong, nunseen;
 } sm;
+
+#if GMP__TEST_HOOKS
+void gmp__sysmon_long_sleeps(uint64_t *sleeps, uint64_t *unseen)
+{
+	*sleeps = gmp__load64_rlx(&sm.nlong);
+	*unseen = gmp__load64_rlx(&sm.nunseen);
+}
+#endif
 
 /* Called with sched.lock held. */
 void gmp__sysmon_wake_locked(void)
@@ -111,16 +138,21 @@ static bool p_wanted(gmp__p *p)
 }
 
 /* Retakes Ps blocked in syscalls and preempts long-running tasks: asks
- * them to yield, then detaches their Ps. Returns how many Ps it took;
- * lowers *next to the earliest time a slice it watches wants another
- * look (a request or a detach due), and sets *busy if any P runs.
+ * them to yield, then detaches their Ps. `prev` is when the last look
+ * was (0: none). Returns how many Ps it took; lowers *next to the
+ * earliest time a slice it watches wants another look (a reading, a
+ * request or a detach due), sets *busy if any P runs, and *fresh if a P
+ * runs a slice this look is the first to see (but for one that follows
+ * a slice asked to end, read at once: slice.h), a task in a system
+ * call, or retires: then the next look must come soon (BUSY_DELAY_US).
  *
  * A P beyond gomaxprocs that is still held (retiring: the count shrank
  * while its task ran or sat in a syscall) is not left to its holder's
  * good time: its task is asked to yield at once, and its syscall loses
  * the P at first sight, so that the P retires (its queue and timers go to
  * live Ps) without waiting for the task. */
-static uint32_t retake(int64_t now, int64_t *next, bool *busy)
+static uint32_t retake(int64_t now, int64_t prev, int64_t *next, bool *busy,
+		       bool *fresh)
 {
 	uint32_t n = 0;
 	uint32_t procs = gmp__load32_acq(&gmp__sched.gomaxprocs);
@@ -138,14 +170,30 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 		 * heirs) has run too long. */
 		uint32_t t = gmp__load32_rlx(&p->schedtick);
 		bool over = retiring;
+		if (retiring)
+			*fresh = true;
 		if (pd->schedtick != t || pd->schedwhen == 0) {
 			/* a new slice (or a P never looked at: its zeroed
-			 * record must not read as a slice begun long ago) */
+			 * record must not read as a slice begun long ago).
+			 * Seen after a long sleep, it is counted from one
+			 * short period after the look before (BUSY_LONG_US). */
+			int64_t since = now;
+			if (prev && now - prev > BUSY_DELAY_US * 1000) {
+				since = prev + BUSY_DELAY_US * 1000;
+				if (GMP__TEST_HOOKS)
+					gmp__store64_rlx(&sm.nunseen,
+							 sm.nunseen + 1);
+			}
+			bool asked = pd->detachwhen != 0 && pd->schedwhen != 0;
 			pd->schedtick = t;
-			pd->schedwhen = now;
+			pd->schedwhen = since;
 			pd->slice = gmp__preempt_slice();
 			pd->detachwhen = 0;
-			gmp__slice_begin(p, now);
+			/* New, unless it follows a slice that was asked to end
+			 * (its task answered) and was read at once: that is
+			 * no churn, and it needs no look soon. */
+			if (!gmp__slice_begin(p, since, now, asked))
+				*fresh = true;
 		} else if (pd->detachwhen != 0 || gmp__slice_ended(p, now)) {
 			/* asked already, or its slice (of CPU time, where
 			 * sysmon can tell: slice.h) has ended now */
@@ -186,6 +234,7 @@ static uint32_t retake(int64_t now, int64_t *next, bool *busy)
 		gmp__m *m;
 		if (!gmp__block_on_exit_syscall(p, &g, &m))
 			continue;
+		*fresh = true;
 		/* First sight of this syscall: note it and wait one period
 		 * (at least 20 µs). */
 		uint32_t st = gmp__load32_rlx(&p->syscalltick);
@@ -336,6 +385,83 @@ static bool deep_sleep(int64_t now, int64_t sweepnext)
 	return woken;
 }
 
+/* The earliest moment a round has work of its own that a short round
+ * would have done in time, for a long sleep (BUSY_LONG_US): a timer due
+ * on a busy P while another P idles, the network poll that nobody has
+ * made for 10 ms, the free lists' next sweep. 0: none. */
+static int64_t busy_due(int64_t sweepnext)
+{
+	int64_t due = sweepnext;
+	if (gmp__load32_rlx(&gmp__sched.npidle)) {
+		int64_t t = gmp__timers_earliest();
+		if (t && (!due || t < due))
+			due = t;
+	}
+	uint64_t lastpoll = gmp__load64_acq(&gmp__sched.lastpoll);
+	if (gmp__netpoll_inited() && lastpoll != 0) {
+		int64_t t = (int64_t)lastpoll + 10 * 1000000;
+		if (!due || t < due)
+			due = t;
+	}
+	return due;
+}
+
+/* Whether a P has started a slice, or its task sits in a system call,
+ * since retake's look: then the long sleep is not taken. */
+static bool moved_since_look(void)
+{
+	uint32_t nallp = gmp__load32_acq(&gmp__sched.nallp);
+	for (uint32_t i = 0; i < nallp; i++) {
+		gmp__p *p = gmp__loadp_acq(&gmp__sched.allp[i]);
+		if (!p || gmp__load32_rlx(&p->status) != GMP__P_RUNNING)
+			continue;
+		if (gmp__load32_rlx(&p->schedtick) != p->sysmontick.schedtick)
+			return true;
+		gmp_g *g;
+		gmp__m *m;
+		if (gmp__block_on_exit_syscall(p, &g, &m)) {
+			gmp__syscall_resume(g);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* sysmon's long sleep while Ps compute (BUSY_LONG_US), of ns from now:
+ * on sched.sysmonnote, as a short deep sleep (sysmonwait SHORT, and
+ * sysmonuntil its end), so that a system call entered with work waiting
+ * (gmp__sysmon_wanted) and work that finds no P (gmp__wakep) end it, as
+ * they end a deep sleep; a P leaving the idle list does not. Such a
+ * call reads sysmonwait before its task's status says it is in the
+ * call, so sysmon, once sysmonwait is set (an exchange: a full barrier
+ * before the loads that follow), looks at every P again and stays awake
+ * if one has moved meanwhile; a call whose task read sysmonwait in the
+ * instant before it was set and entered after that second look waits
+ * for the end of the sleep, as it would have waited for the next round.
+ * Returns with sysmonwait clear. */
+static void busy_sleep(int64_t now, int64_t ns)
+{
+	gmp__lock(&gmp__sched.lock);
+	gmp__store64_rlx(&gmp__sched.sysmonuntil, (uint64_t)(now + ns));
+	/* full: a #StoreLoad barrier between this store and
+	 * moved_since_look's loads of the Ps' schedticks and their tasks'
+	 * statuses, whose partners are the stores of a task entering its
+	 * call (its status CAS) or of an M starting a slice */
+	gmp__xchg32_full(&gmp__sched.sysmonwait, SYSMON_WAIT_SHORT);
+	gmp__unlock(&gmp__sched.lock);
+	/* gmp__sysmon_stop sets sm.stop before it takes sched.lock to wake
+	 * this sleep: either it saw sysmonwait set, or this sees stop. */
+	if (!gmp__load32_acq(&sm.stop) && !moved_since_look()) {
+		if (GMP__TEST_HOOKS)
+			gmp__store64_rlx(&sm.nlong, sm.nlong + 1);
+		gmp__notetsleep(&gmp__sched.sysmonnote, ns);
+	}
+	gmp__lock(&gmp__sched.lock);
+	gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
+	gmp__noteclear(&gmp__sched.sysmonnote);
+	gmp__unlock(&gmp__sched.lock);
+}
+
 static void *sysmon_main(void *arg)
 {
 	(void)arg;
@@ -357,10 +483,11 @@ static void *sysmon_main(void *arg)
 	/* When the free lists' sweep wants its next round (g.c); 0: it has
 	 * nothing to do. */
 	int64_t sweepnext = 0;
-	/* What the last retake saw: whether any P ran, and when a slice it
-	 * watches wants another look (0: none). */
-	int64_t look = 0;
-	bool busy = false;
+	/* What the last retake saw, and when: whether any P ran, whether it
+	 * saw something new (retake's *fresh), and when a slice it watches
+	 * wants another look (0: none). */
+	int64_t look = 0, lastlook = 0;
+	bool busy = false, fresh = false;
 	/* The last look found every P idle, and how many Ps had left the
 	 * idle list by then: the deep sleep waits for a second such look
 	 * with none gone to work in between. */
@@ -379,35 +506,54 @@ static void *sysmon_main(void *arg)
 		if (idle_seen && delay > BUSY_DELAY_US)
 			delay = BUSY_DELAY_US;
 		int64_t before = gmp__nanotime();
-		/* Watch running slices closely enough (BUSY_DELAY_US), and
-		 * look again when one is due for a request or a detach. Only
-		 * for detaching: without it (GMP_PREEMPT=off, or no barrier)
-		 * a request may come late, as it always could, and sysmon
-		 * backs off as before instead of waking every millisecond
-		 * beside the program's busy threads. */
+		/* The sleep: the backoff's delay, but while a P runs (and
+		 * detaching is on) no later than a slice it watches wants a
+		 * look (a reading, a request, a detach), and no later than
+		 * BUSY_DELAY_US after a look that found something new; after
+		 * one that found every running P in a slice it had seen, up
+		 * to BUSY_LONG_US. Without detaching (GMP_PREEMPT=off, or no
+		 * barrier) a request may come late, as it always could, and
+		 * sysmon backs off as before. */
+		int64_t sleep = delay; /* µs */
+		bool longsleep = false;
 		if (busy && gmp__preempt_enabled()) {
-			int64_t cap = GMP__UNLIKELY(gmp__cfg.randomize)
-					      ? BUSY_DELAY_RANDOMIZED_US
-					      : BUSY_DELAY_US;
+			int64_t cap = BUSY_DELAY_US;
+			if (GMP__UNLIKELY(gmp__cfg.randomize))
+				cap = BUSY_DELAY_RANDOMIZED_US;
+			else if (!fresh && look && !gmp__cfg.stall_ms)
+				cap = BUSY_LONG_US;
 			if (look && (look - before) / 1000 < cap)
 				cap = (look - before) / 1000 + 1;
-			if (delay > cap)
-				delay = cap < 20 ? 20 : cap;
+			if (sleep > cap)
+				sleep = cap < 20 ? 20 : cap;
+			longsleep = sleep > BUSY_DELAY_US;
 		}
-		int64_t ask = delay * 1000;
-		if (delay <= 160)
+		int64_t ask = sleep * 1000;
+		if (sleep <= 160)
 			ask -= overshoot;
 		/* A deferred check of the poller's registrations is due
 		 * sooner (pollfd_recheck.c; at most one a tick, about 1 ms). */
 		int64_t check = gmp__pd_watch_next();
 		if (check && check - before < ask)
 			ask = check - before > 20000 ? check - before : 20000;
-		if (gmp__notetsleep(&sm.stopnote, ask))
+		if (longsleep) {
+			/* What a round does when due, which a 1 ms round
+			 * would have done in time: a timer due on a busy P,
+			 * the poll nobody made for 10 ms, the free lists'
+			 * sweep. */
+			int64_t due = busy_due(sweepnext);
+			if (due && due - before < ask)
+				ask = due - before > 20000 ? due - before
+							   : 20000;
+			busy_sleep(before, ask);
+		} else if (gmp__notetsleep(&sm.stopnote, ask)) {
 			break;
+		}
 		int64_t now = gmp__nanotime();
-		/* Far later than asked: stopped or throttled (slice.h)? */
+		/* Far later than asked: stopped or throttled (slice.h)? A
+		 * long sleep woken early is not late. */
 		gmp__slice_stalled(ask, now - before - ask, now);
-		if (delay <= 160) {
+		if (sleep <= 160) {
 			/* Clamped to 10 µs, half the shortest period: a
 			 * stall (sysmon descheduled) must not make every
 			 * later sleep short. */
@@ -469,10 +615,13 @@ static void *sysmon_main(void *arg)
 
 		look = 0;
 		busy = false;
-		if (retake(now, &look, &busy) != 0)
+		fresh = false;
+		if (retake(now, longsleep ? lastlook : 0, &look, &busy,
+			   &fresh) != 0)
 			idle = 0;
 		else
 			idle++;
+		lastlook = now;
 		if (gmp__cfg.stall_ms)
 			gmp__stall_check(now);
 

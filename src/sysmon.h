@@ -24,8 +24,8 @@ void gmp__sysmon_wake(void);
 void gmp__sysmon_wake_long_locked(void);
 
 /* gmp_enter_syscall: whether sysmon sleeps deeply (it took the sleep when
- * every P was idle) and the system call that p's task is about to enter
- * could hold up work: tasks queued on p or globally, or a timer of p's due
+ * every P was idle, or sleeps long while the Ps compute) and the system
+ * call that p's task is about to enter could hold up work: tasks queued on p or globally, or a timer of p's due
  * before sysmon would wake by itself. Then it must be woken, to retake p
  * should the call block. Work that turns up later and finds no idle P
  * wakes it then (gmp__wakep, injectglist); timers armed later on p are run
@@ -37,7 +37,11 @@ void gmp__sysmon_wake_long_locked(void);
  *
  * Called while p is still ours (its queue and timers are read). sysmon
  * cannot start a deep sleep while p runs, so sysmonwait read here is what
- * it would be after the call's status CAS, or already cleared. */
+ * it would be after the call's status CAS, or already cleared. It can
+ * start a long one (sysmon.c's busy_sleep): it looks at every P again
+ * once sysmonwait is set and stays awake if this task is in its call by
+ * then; a call entered in the instant between misses the wake and is
+ * looked at when that sleep ends (10 ms at most). */
 static inline bool gmp__sysmon_wanted(gmp__p *p)
 {
 	if (GMP__LIKELY(!gmp__load32_rlx(&gmp__sched.sysmonwait)))

@@ -1047,6 +1047,75 @@ static void test_preempt_busy_hog_still_detached(void **s)
 	hog_detached(true);
 }
 
+/* While every running slice is one sysmon has seen, it sleeps until one
+ * of them wants a look, up to 10 ms. A hog whose slice begins meanwhile,
+ * unseen (the task before it parks on its own, which wakes nobody), is
+ * still detached within the bound: sysmon counts that slice from a
+ * millisecond after its look before, as if it had looked every
+ * millisecond. The run is repeated until such a slice was seen (the host
+ * may keep sysmon from the long sleep). */
+static void nothing(void *arg)
+{
+	(void)arg;
+}
+
+static int unseen_hog_main(void *arg)
+{
+	int64_t *r = arg;
+	struct busy_hog h = { 0 };
+	gmp_wg_add(&h.done, 1);
+	/* The hog queued behind this task, and in the P's runnext a task
+	 * that ends at once: the hog starts a slice of its own (runnext's
+	 * heir would inherit this task's). */
+	T_ASSERT(gmp_go(timed_hog, &h) > 0);
+	T_ASSERT(gmp_go(nothing, NULL) > 0);
+	/* A slice of this task's own, seen and read by sysmon, which then
+	 * sleeps until the slice could have ended; it parks meanwhile, and
+	 * the hog's slice begins. */
+	uint64_t x = 1;
+	int64_t c0 = thread_cpu_ns();
+	while (thread_cpu_ns() - c0 < 6 * MS) {
+		x = lcg(x, 1024);
+		gmp_preempt_point();
+	}
+	T_ASSERT(x != 0);
+	gmp_sleep(60 * MS);
+	atomic_store(&h.stop, 1);
+	gmp_wg_wait(&h.done);
+	r[0] = h.cpu;
+	r[1] = h.wall;
+	return 0;
+}
+
+static void test_preempt_hog_begun_while_sysmon_sleeps_long(void **s)
+{
+	(void)s;
+	uint64_t unseen = 0;
+	for (int run = 0; run < 8 && unseen == 0; run++) {
+		init_procs(1);
+		int64_t r[2] = { 0 }; /* the hog's CPU and wall time to its
+					 detach */
+		assert_int_equal(gmp_main(unseen_hog_main, r), 0);
+		uint64_t nd = tu_stats().detaches, sleeps;
+		gmp__sysmon_long_sleeps(&sleeps, &unseen);
+		fprintf(stderr,
+			"run %d: hog detached after %.1f ms of CPU, %.1f ms "
+			"of wall time; %llu detaches; sysmon slept long %llu "
+			"times and saw %llu slices late\n",
+			run, (double)r[0] / 1e6, (double)r[1] / 1e6,
+			(unsigned long long)nd, (unsigned long long)sleeps,
+			(unsigned long long)unseen);
+		assert_true(nd >= 1);
+		assert_true(r[1] > 0);
+		/* §13.1's bound, 20 ms into the slice (of CPU time where
+		 * sysmon judges on it, §13.3), with the host's slack: not
+		 * 10 ms later for having begun unseen */
+		assert_true(r[0] <= 20 * MS * tu_host_slowdown());
+		assert_int_equal(gmp_shutdown(), 0);
+	}
+	assert_true(unseen >= 1);
+}
+
 /* A task blocked in an unwrapped read of an empty pipe sleeps in the
  * kernel: it loses its P by the wall-clock bound, idle or busy. */
 static int pipe_fds[2];
@@ -1527,6 +1596,7 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p2),
 	cmocka_unit_test(test_preempt_hog_detached_after_its_cpu_slice),
 	cmocka_unit_test(test_preempt_busy_hog_still_detached),
+	cmocka_unit_test(test_preempt_hog_begun_while_sysmon_sleeps_long),
 	cmocka_unit_test(test_preempt_unwrapped_pipe_read_loses_its_p),
 	cmocka_unit_test(test_preempt_busy_unwrapped_pipe_read_loses_its_p),
 	cmocka_unit_test(test_preempt_syscall_running_keeps_its_p),
