@@ -284,7 +284,8 @@ static bool used_up(const gmp__p *p)
 
 /* ---- sysmon's questions (slice.h) --------------------------------------------- */
 
-bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked)
+bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked,
+		      bool settled)
 {
 	__typeof__(p->sysmontick) *pd = &p->sysmontick;
 	/* The reading before, of the slice that was asked to end */
@@ -309,21 +310,43 @@ bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked)
 	pd->lookwhen = since + (pd->slice / 2 < LOOK_AFTER_NS ? pd->slice / 2
 							      : LOOK_AFTER_NS);
 	/* A slice that follows one asked to end, on the same thread, began
-	 * after the reading taken at the request: the thread's CPU time
-	 * since then is at most what it has used, and it is read now
-	 * rather than a millisecond later (a wakeup of sysmon's saved per
-	 * slice of a program that computes in long slices). */
+	 * after the reading taken at the request, and it is read now rather
+	 * than a millisecond later (a wakeup of sysmon's saved per slice of
+	 * a program that computes in long slices). What it has used is the
+	 * thread's CPU time since the request, but no more than the wall
+	 * time it is counted from (as a first reading takes): the time
+	 * between the request and the slice's start was the slice before's
+	 * grace, not this slice's. */
 	gmp__m *m;
 	int64_t cpu;
-	if (!prevm || pd->wall || !read_cpu(p, &m, &cpu) || m != prevm)
-		return false;
+	int64_t age = now > since ? now - since : 0;
+	if (!prevm) {
+		/* The P computes in long slices (the one before had outlasted
+		 * a look): the first reading is taken now, as account()
+		 * takes it, rather than at a look of its own 1 ms in. A P
+		 * whose slices churn is read then, as most of them end
+		 * before. */
+		if (!settled || pd->wall || !read_cpu(p, &m, &cpu))
+			return false;
+		pd->used = age < pd->firstmax ? age : pd->firstmax;
+	} else {
+		if (pd->wall || !read_cpu(p, &m, &cpu) || m != prevm)
+			return false;
+		int64_t ran = cpu > prevcpu ? cpu - prevcpu : 0;
+		pd->used = ran < age ? ran : age;
+	}
 	pd->lookm = m;
-	pd->used = cpu > prevcpu ? cpu - prevcpu : 0;
 	pd->cpu = cpu;
 	pd->cpuwhen = now;
 	/* It cannot have run the rest sooner (gmp__slice_ended). */
 	pd->lookwhen = now + (pd->slice - pd->used);
 	return true;
+}
+
+bool gmp__slice_waits(const gmp__p *p)
+{
+	const __typeof__(p->sysmontick) *pd = &p->sysmontick;
+	return !pd->wall && pd->ranover > 0 && 4 * pd->ran < 3 * pd->ranover;
 }
 
 int64_t gmp__slice_next(const gmp__p *p)

@@ -22,7 +22,8 @@ bool gmp__slice_cpu(void);
  * was asked to end (its task answered). Returns whether the new slice's
  * thread was read already (it follows the asked one on the same thread):
  * then it needs no look before it could have run its CPU time. */
-bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked);
+bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked,
+		      bool settled);
 
 /* Whether the slice on p, which has not been asked to end yet, has ended:
  * its thread has run the slice's length in CPU time (the task hogs the
@@ -48,6 +49,11 @@ bool gmp__slice_detachable(gmp__p *p, int64_t now);
  * left to it, and looked at again after as long as the call has lasted.
  * The caller must not hold the task's SCAN bit: this reads /proc. */
 bool gmp__slice_syscall_blocks(gmp__p *p, int64_t now);
+
+/* Whether the thread holding p got less than three quarters of a CPU
+ * between the last two readings of its clock: the kernel keeps it
+ * waiting, and its looks need not be exact in wall time (sysmon.c). */
+bool gmp__slice_waits(const gmp__p *p);
 
 /* When the slice on p, not yet asked to end, wants sysmon's next look
  * (the first reading of its thread's CPU clock, or when it could have

@@ -70,6 +70,17 @@ enum { BUSY_DELAY_US = 1000, BUSY_DELAY_RANDOMIZED_US = 50 };
  * that, though it may be counted from before it began. */
 enum { BUSY_LONG_US = 10 * 1000 };
 
+/* A look that a slice whose thread waits for a CPU wants (slice.h) is
+ * taken at the next multiple of this on the monotonic clock: the slices of
+ * several Ps want looks at unrelated moments (when each could have run its
+ * CPU time), and one wakeup then serves all those due within the same
+ * 4 ms. Such a look comes at most this much later in wall time, which is
+ * less in the CPU time the thread got meanwhile; a thread that has a CPU
+ * to itself (a hog on an idle machine) is looked at when it wants.
+ * Measured beside two spinning processes on two CPUs: 1,281 wakeups a 4 s
+ * run, 27 ms of sysmon's CPU (was 2,009 and 39 ms). */
+enum { BUSY_GRID_NS = 4 * 1000 * 1000 };
+
 static struct {
 	pthread_t thread;
 	bool running;
@@ -185,6 +196,11 @@ static uint32_t retake(int64_t now, int64_t prev, int64_t *next, bool *busy,
 							 sm.nunseen + 1);
 			}
 			bool asked = pd->detachwhen != 0 && pd->schedwhen != 0;
+			/* the slice before had lasted a period by the look
+			 * before: the P computes in long slices */
+			bool settled = pd->schedwhen != 0 && prev &&
+				       prev - pd->schedwhen >=
+					       BUSY_DELAY_US * 1000;
 			pd->schedtick = t;
 			pd->schedwhen = since;
 			pd->slice = gmp__preempt_slice();
@@ -192,7 +208,7 @@ static uint32_t retake(int64_t now, int64_t prev, int64_t *next, bool *busy,
 			/* New, unless it follows a slice that was asked to end
 			 * (its task answered) and was read at once: that is
 			 * no churn, and it needs no look soon. */
-			if (!gmp__slice_begin(p, since, now, asked))
+			if (!gmp__slice_begin(p, since, now, asked, settled))
 				*fresh = true;
 		} else if (pd->detachwhen != 0 || gmp__slice_ended(p, now)) {
 			/* asked already, or its slice (of CPU time, where
@@ -227,6 +243,9 @@ static uint32_t retake(int64_t now, int64_t prev, int64_t *next, bool *busy,
 			}
 		}
 		int64_t want = over ? pd->detachwhen : gmp__slice_next(p);
+		if (GMP__LIKELY(!gmp__cfg.randomize) && gmp__slice_waits(p))
+			want = (want + BUSY_GRID_NS - 1) / BUSY_GRID_NS *
+			       BUSY_GRID_NS;
 		if (want > now && (*next == 0 || want < *next))
 			*next = want;
 
