@@ -172,7 +172,11 @@ static void watch_threads_until(atomic_int *done)
  * one. Under TSan, that is what the clients do: a 64 KiB memset or memcmp
  * on fresh memory write-faults TSan's shadow pages in, each fault a TLB
  * shootdown, over 10 ms of the thread's CPU. So each detach may add a
- * thread; nothing else may. */
+ * thread. So may each retake: a call the hooks make inside
+ * gmp_enter_syscall (open(2) of a file, say) loses its P to sysmon when
+ * the kernel keeps it, and its thread goes on beside the P's new one
+ * (seen once under ASan with the suite running beside: 4 retakes, 7
+ * threads; which call it was is not known). Nothing else may. */
 static void check_threads(const char *who, int n)
 {
 	gmp_stats st = tu_stats();
@@ -182,7 +186,8 @@ static void check_threads(const char *who, int n)
 		      (unsigned long long)st.retakes,
 		      (unsigned long long)st.handoffs,
 		      (unsigned long long)st.detaches);
-	assert_true(threads_max <= 2 + 3 + (int64_t)st.detaches);
+	assert_true(threads_max <=
+		    2 + 3 + (int64_t)st.detaches + (int64_t)st.retakes);
 }
 
 static void ticker_start(void)
