@@ -317,24 +317,20 @@ bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked,
 	 * time it is counted from (as a first reading takes): the time
 	 * between the request and the slice's start was the slice before's
 	 * grace, not this slice's. */
+	/* So is the first reading of a slice on a P that computes in long
+	 * slices (the one before had outlasted a look): the wall time it is
+	 * counted from, as account() takes a first reading, rather than at
+	 * a look of its own 1 ms in. A P whose slices churn is read then,
+	 * as most of them end before. */
+	if (pd->wall || !(prevm || settled))
+		return false;
 	gmp__m *m;
 	int64_t cpu;
+	if (!read_cpu(p, &m, &cpu) || (prevm && m != prevm))
+		return false;
 	int64_t age = now > since ? now - since : 0;
-	if (!prevm) {
-		/* The P computes in long slices (the one before had outlasted
-		 * a look): the first reading is taken now, as account()
-		 * takes it, rather than at a look of its own 1 ms in. A P
-		 * whose slices churn is read then, as most of them end
-		 * before. */
-		if (!settled || pd->wall || !read_cpu(p, &m, &cpu))
-			return false;
-		pd->used = age < pd->firstmax ? age : pd->firstmax;
-	} else {
-		if (pd->wall || !read_cpu(p, &m, &cpu) || m != prevm)
-			return false;
-		int64_t ran = cpu > prevcpu ? cpu - prevcpu : 0;
-		pd->used = ran < age ? ran : age;
-	}
+	int64_t ran = cpu > prevcpu ? cpu - prevcpu : 0;
+	pd->used = prevm && ran < age ? ran : age;
 	pd->lookm = m;
 	pd->cpu = cpu;
 	pd->cpuwhen = now;

@@ -19,9 +19,11 @@ bool gmp__slice_cpu(void);
 /* A new slice on p: retake saw a new schedtick at `now`, and counts the
  * slice from `since` (now, or earlier if sysmon slept long and the slice
  * may have begun well before it was seen). `asked`: the slice before
- * was asked to end (its task answered). Returns whether the new slice's
- * thread was read already (it follows the asked one on the same thread):
- * then it needs no look before it could have run its CPU time. */
+ * was asked to end (its task answered). `settled`: the slice before had
+ * lasted a look's period by the look before (the P computes in long
+ * slices). Returns whether the new slice's thread was read already (it
+ * follows the asked one on the same thread, or the P is settled): then
+ * it needs no look before it could have run its CPU time. */
 bool gmp__slice_begin(gmp__p *p, int64_t since, int64_t now, bool asked,
 		      bool settled);
 

@@ -31,9 +31,6 @@
 #include "sys.h"
 #include "trace.h"
 
-/* The racy reads of fields other threads own (a G's id and fn, an M's
- * curg and tid), as in dump.c. */
-
 /* Names of the system calls a stalled thread is most likely in. */
 static const char *syscall_name(long nr)
 {
@@ -160,6 +157,8 @@ static void thread_doing(pid_t tid, char *out, size_t size)
 			 state, nr, syscall_name(nr), spv, pcv);
 }
 
+/* Reads fields other threads own (a G's id and fn, an M's curg and tid)
+ * racily, as dump.c does. */
 GMP__RACY_READER static void report(gmp_g *g, int64_t gid, gmp__m *m, int p,
 				    int64_t ns, bool detached)
 {

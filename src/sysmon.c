@@ -149,8 +149,10 @@ static bool p_wanted(gmp__p *p)
 }
 
 /* Retakes Ps blocked in syscalls and preempts long-running tasks: asks
- * them to yield, then detaches their Ps. `prev` is when the last look
- * was (0: none). Returns how many Ps it took; lowers *next to the
+ * them to yield, then detaches their Ps. `prev` is when the look before
+ * was, if sysmon slept long since (0: it did not; a slice first seen
+ * then is counted from its sight, and a P is not taken as settled, see
+ * slice.h). Returns how many Ps it took; lowers *next to the
  * earliest time a slice it watches wants another look (a reading, a
  * request or a detach due), sets *busy if any P runs, and *fresh if a P
  * runs a slice this look is the first to see (but for one that follows
@@ -551,19 +553,18 @@ static void *sysmon_main(void *arg)
 		if (sleep <= 160)
 			ask -= overshoot;
 		/* A deferred check of the poller's registrations is due
-		 * sooner (pollfd_recheck.c; at most one a tick, about 1 ms). */
-		int64_t check = gmp__pd_watch_next();
-		if (check && check - before < ask)
-			ask = check - before > 20000 ? check - before : 20000;
+		 * sooner (pollfd_recheck.c; at most one a tick, about 1 ms);
+		 * in a long sleep, also what a round does when due, which a
+		 * 1 ms round would have done in time (busy_due). */
+		int64_t due = gmp__pd_watch_next();
 		if (longsleep) {
-			/* What a round does when due, which a 1 ms round
-			 * would have done in time: a timer due on a busy P,
-			 * the poll nobody made for 10 ms, the free lists'
-			 * sweep. */
-			int64_t due = busy_due(sweepnext);
-			if (due && due - before < ask)
-				ask = due - before > 20000 ? due - before
-							   : 20000;
+			int64_t d = busy_due(sweepnext);
+			if (d && (!due || d < due))
+				due = d;
+		}
+		if (due && due - before < ask)
+			ask = due - before > 20000 ? due - before : 20000;
+		if (longsleep) {
 			busy_sleep(before, ask);
 		} else if (gmp__notetsleep(&sm.stopnote, ask)) {
 			break;
