@@ -119,7 +119,8 @@ void gmp__threadstat_proc_set(const char *dir);
 /* sysmon.c: how many long sleeps sysmon has taken while Ps computed
  * (BUSY_LONG_US), and how many slices it first saw after one, counted
  * from before they were seen; since the last gmp_init. */
-void gmp__sysmon_long_sleeps(uint64_t *sleeps, uint64_t *unseen);
+void gmp__sysmon_long_sleeps(uint64_t *sleeps, uint64_t *unseen,
+			     uint64_t *woken);
 
 /* timer.c: checks p's heap (p's timer lock taken): the heap order, each
  * slot's copy of its timer's deadline, each timer's idx and p, and the

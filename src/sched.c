@@ -371,13 +371,14 @@ void gmp__wakep(void)
 	/* Nothing to wake if every P is busy (their Ms will get to the work)
 	 * or an M already spins (it will find it). Every P busy and none
 	 * spinning: if sysmon still sleeps the deep sleep it took when every
-	 * P was idle (or a long one while the Ps compute), a P held by a
-	 * task in a system call may be the work's only way out
-	 * (gmp_enter_syscall wakes sysmon only for a call that held work up
-	 * then), so wake it; once per sleep, as the first waker clears
-	 * sysmonwait. */
+	 * P was idle, or a long one while the Ps compute into which a task
+	 * has entered a system call since, a P held by a task in a system
+	 * call may be the work's only way out (gmp_enter_syscall wakes
+	 * sysmon only for a call that held work up then), so wake it; once
+	 * per sleep, as the first waker clears sysmonwait. */
 	if (gmp__load32_rlx(&gmp__sched.npidle) == 0) {
-		if (GMP__UNLIKELY(gmp__load32_rlx(&gmp__sched.sysmonwait)) &&
+		uint32_t w = gmp__load32_rlx(&gmp__sched.sysmonwait);
+		if (GMP__UNLIKELY(w) && w != GMP__SYSMON_WAIT_BUSY &&
 		    gmp__load32_rlx(&gmp__sched.nmspinning) == 0)
 			gmp__sysmon_wake();
 		return;
@@ -517,7 +518,7 @@ static void start_idle(int64_t n)
 		gmp__lock(&gmp__sched.lock);
 		gmp__p *p = pidleget_spinning();
 		if (!p) {
-			gmp__sysmon_wake_locked(); /* as gmp__wakep's */
+			gmp__sysmon_wake_work_locked(); /* gmp__wakep's */
 			gmp__unlock(&gmp__sched.lock);
 			break;
 		}

@@ -43,11 +43,16 @@
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 
-/* sched.sysmonwait while sysmon sleeps deeply: SHORT while tasks are live
- * (the sleep lasts at most DEEP_SHORT_NS, so a task that starts running
- * meanwhile is watched soon enough without waking sysmon for it), LONG
- * while none is (up to a second; a P leaving the idle list ends it). */
-enum { SYSMON_WAIT_SHORT = 1, SYSMON_WAIT_LONG = 2 };
+/* sched.sysmonwait while sysmon sleeps deeply (sysmon.h): SHORT while
+ * tasks are live (the sleep lasts at most DEEP_SHORT_NS, so a task that
+ * starts running meanwhile is watched soon enough without waking sysmon
+ * for it), LONG while none is (up to a second; a P leaving the idle list
+ * ends it). */
+enum {
+	SYSMON_WAIT_SHORT = GMP__SYSMON_WAIT_SHORT,
+	SYSMON_WAIT_LONG = GMP__SYSMON_WAIT_LONG,
+	SYSMON_WAIT_BUSY = GMP__SYSMON_WAIT_BUSY,
+};
 enum { DEEP_SHORT_NS = 10 * 1000 * 1000 };
 
 /* While any P runs a task, sysmon looks at least this often (µs) as long
@@ -87,14 +92,16 @@ static struct {
 	volatile uint32_t stop; /* atomic */
 	gmp__note stopnote;     /* sysmon's own short sleeps */
 	/* tests (gmp__sysmon_long_sleeps): sysmon's, read racily */
-	volatile uint64_t nlong, nunseen;
+	volatile uint64_t nlong, nunseen, nlongwoken;
 } sm;
 
 #if GMP__TEST_HOOKS
-void gmp__sysmon_long_sleeps(uint64_t *sleeps, uint64_t *unseen)
+void gmp__sysmon_long_sleeps(uint64_t *sleeps, uint64_t *unseen,
+			     uint64_t *woken)
 {
 	*sleeps = gmp__load64_rlx(&sm.nlong);
 	*unseen = gmp__load64_rlx(&sm.nunseen);
+	*woken = gmp__load64_rlx(&sm.nlongwoken);
 }
 #endif
 
@@ -105,6 +112,12 @@ void gmp__sysmon_wake_locked(void)
 		gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
 		gmp__notewakeup(&gmp__sched.sysmonnote);
 	}
+}
+
+void gmp__sysmon_wake_work_locked(void)
+{
+	if (gmp__load32_rlx(&gmp__sched.sysmonwait) != SYSMON_WAIT_BUSY)
+		gmp__sysmon_wake_locked();
 }
 
 void gmp__sysmon_wake(void)
@@ -449,10 +462,16 @@ static bool moved_since_look(void)
 }
 
 /* sysmon's long sleep while Ps compute (BUSY_LONG_US), of ns from now:
- * on sched.sysmonnote, as a short deep sleep (sysmonwait SHORT, and
- * sysmonuntil its end), so that a system call entered with work waiting
- * (gmp__sysmon_wanted) and work that finds no P (gmp__wakep) end it, as
- * they end a deep sleep; a P leaving the idle list does not. Such a
+ * on sched.sysmonnote, with sysmonwait BUSY and sysmonuntil its end, so
+ * that a system call entered with work waiting (gmp__sysmon_wanted) ends
+ * it, as it ends a deep sleep; a P leaving the idle list does not. Nor
+ * does work that finds no idle P (gmp__wakep), until a task has entered
+ * a system call since the sleep began (BUSY_CALL): until then every P
+ * runs a task that will get to the work, at the latest when its slice
+ * ends, which this sleep does not outlast; and a program whose readies
+ * outnumber its idle Ps (a chain of tasks handing work along on one P)
+ * would otherwise end every such sleep at once, a futex wake on its own
+ * thread and a wakeup of sysmon each time. Such a
  * call reads sysmonwait before its task's status says it is in the
  * call, so sysmon, once sysmonwait is set (an exchange: a full barrier
  * before the loads that follow), looks at every P again and stays awake
@@ -468,14 +487,18 @@ static void busy_sleep(int64_t now, int64_t ns)
 	 * moved_since_look's loads of the Ps' schedticks and their tasks'
 	 * statuses, whose partners are the stores of a task entering its
 	 * call (its status CAS) or of an M starting a slice */
-	gmp__xchg32_full(&gmp__sched.sysmonwait, SYSMON_WAIT_SHORT);
+	gmp__xchg32_full(&gmp__sched.sysmonwait, SYSMON_WAIT_BUSY);
 	gmp__unlock(&gmp__sched.lock);
 	/* gmp__sysmon_stop sets sm.stop before it takes sched.lock to wake
 	 * this sleep: either it saw sysmonwait set, or this sees stop. */
 	if (!gmp__load32_acq(&sm.stop) && !moved_since_look()) {
-		if (GMP__TEST_HOOKS)
+		bool woken = gmp__notetsleep(&gmp__sched.sysmonnote, ns);
+		if (GMP__TEST_HOOKS) {
 			gmp__store64_rlx(&sm.nlong, sm.nlong + 1);
-		gmp__notetsleep(&gmp__sched.sysmonnote, ns);
+			if (woken)
+				gmp__store64_rlx(&sm.nlongwoken,
+						 sm.nlongwoken + 1);
+		}
 	}
 	gmp__lock(&gmp__sched.lock);
 	gmp__store32_rlx(&gmp__sched.sysmonwait, 0);

@@ -10,8 +10,25 @@
 int gmp__sysmon_start(void);
 void gmp__sysmon_stop(void);
 
+/* sched.sysmonwait: 0 while sysmon is awake, else the sleep it is in
+ * (sysmon.c): a deep one, taken with every P idle, SHORT while tasks are
+ * live and LONG while none is; or the long sleep while the Ps compute,
+ * BUSY until a task enters a system call (gmp__sysmon_wanted), then
+ * BUSY_CALL. */
+enum {
+	GMP__SYSMON_WAIT_SHORT = 1,
+	GMP__SYSMON_WAIT_LONG,
+	GMP__SYSMON_WAIT_BUSY,
+	GMP__SYSMON_WAIT_BUSY_CALL,
+};
+
 /* Ends sysmon's deep sleep, if it is in one (sched.lock held). */
 void gmp__sysmon_wake_locked(void);
+
+/* The same for work that finds no idle P (sched.lock held): unless
+ * sysmon sleeps while the Ps compute and no task has entered a system
+ * call since, as then every P runs a task that will get to the work. */
+void gmp__sysmon_wake_work_locked(void);
 
 /* The same without sched.lock held, for a caller that work could be
  * waiting on: takes the lock only if sysmonwait says sysmon sleeps deeply.
@@ -28,7 +45,8 @@ void gmp__sysmon_wake_long_locked(void);
  * call that p's task is about to enter could hold up work: tasks queued on p or globally, or a timer of p's due
  * before sysmon would wake by itself. Then it must be woken, to retake p
  * should the call block. Work that turns up later and finds no idle P
- * wakes it then (gmp__wakep, injectglist); timers armed later on p are run
+ * wakes it then (gmp__wakep, injectglist), for which the call marks a
+ * long sleep it enters (BUSY_CALL, above); timers armed later on p are run
  * by other Ps' Ms, or once sysmon's sleep ends (a 10 ms slice at most
  * while tasks are live). So a server whose one task parks and wakes
  * thousands of times a second does not wake sysmon, a futex wake and a
@@ -44,8 +62,18 @@ void gmp__sysmon_wake_long_locked(void);
  * looked at when that sleep ends (10 ms at most). */
 static inline bool gmp__sysmon_wanted(gmp__p *p)
 {
-	if (GMP__LIKELY(!gmp__load32_rlx(&gmp__sched.sysmonwait)))
+	uint32_t w = gmp__load32_rlx(&gmp__sched.sysmonwait);
+	if (GMP__LIKELY(!w))
 		return false;
+	/* The first call in a long sleep while the Ps compute marks it, so
+	 * that work which finds no idle P from now on wakes sysmon
+	 * (gmp__wakep). full: a #StoreLoad barrier between the mark and the
+	 * loads of the queues below, whose partners are the queueing of
+	 * that work and gmp__wakep's load of sysmonwait: either this sees
+	 * the work, or the waker sees the mark. */
+	if (w == GMP__SYSMON_WAIT_BUSY)
+		gmp__cas32_full(&gmp__sched.sysmonwait, GMP__SYSMON_WAIT_BUSY,
+				GMP__SYSMON_WAIT_BUSY_CALL);
 	int64_t next = gmp__timers_next(&p->timers);
 	return !gmp__runq_empty(p) || gmp__load64_rlx(&gmp__sched.runqsize) ||
 	       (next &&

@@ -1096,8 +1096,8 @@ static void test_preempt_hog_begun_while_sysmon_sleeps_long(void **s)
 		int64_t r[2] = { 0 }; /* the hog's CPU and wall time to its
 					 detach */
 		assert_int_equal(gmp_main(unseen_hog_main, r), 0);
-		uint64_t nd = tu_stats().detaches, sleeps;
-		gmp__sysmon_long_sleeps(&sleeps, &unseen);
+		uint64_t nd = tu_stats().detaches, sleeps, woken;
+		gmp__sysmon_long_sleeps(&sleeps, &unseen, &woken);
 		fprintf(stderr,
 			"run %d: hog detached after %.1f ms of CPU, %.1f ms "
 			"of wall time; %llu detaches; sysmon slept long %llu "
@@ -1114,6 +1114,73 @@ static void test_preempt_hog_begun_while_sysmon_sleeps_long(void **s)
 		assert_int_equal(gmp_shutdown(), 0);
 	}
 	assert_true(unseen >= 1);
+}
+
+/* Two tasks hand a token to and fro on one P, for 300 ms: each hand-over
+ * readies a task with no P idle (gmp__wakep), and the chain inherits its
+ * slice, so sysmon sleeps long while it computes. The readies must not end
+ * those sleeps: no task is in a system call, and the P will get to the
+ * work. (They did: every sleep ended by a futex wake from the P's own
+ * thread within microseconds, thousands of wakeups a second.) */
+struct relay {
+	gmp_chan *to, *from;
+	int64_t end;
+	gmp_wg *wg;
+};
+
+static void relay_task(void *arg)
+{
+	struct relay *r = arg;
+	int v = 0;
+	for (;;) {
+		if (gmp_chan_recv(r->from, &v) != 0)
+			break;
+		if (tu_now_ns() >= r->end) {
+			gmp_chan_close(r->to);
+			break;
+		}
+		v++;
+		T_ASSERT(gmp_chan_send(r->to, &v) == 0);
+	}
+	gmp_wg_done(r->wg);
+}
+
+static int relay_main(void *arg)
+{
+	(void)arg;
+	gmp_chan *a = gmp_chan_new(sizeof(int), 0);
+	gmp_chan *b = gmp_chan_new(sizeof(int), 0);
+	T_ASSERT(a && b);
+	gmp_wg wg = GMP_WG_INIT;
+	int64_t end = tu_now_ns() + 300 * MS;
+	struct relay r1 = { a, b, end, &wg }, r2 = { b, a, end, &wg };
+	gmp_wg_add(&wg, 2);
+	T_ASSERT(gmp_go(relay_task, &r1) > 0);
+	T_ASSERT(gmp_go(relay_task, &r2) > 0);
+	int v = 0;
+	T_ASSERT(gmp_chan_send(a, &v) == 0);
+	gmp_wg_wait(&wg);
+	gmp_chan_free(a);
+	gmp_chan_free(b);
+	return 0;
+}
+
+static void test_preempt_readies_leave_sysmons_long_sleep(void **s)
+{
+	(void)s;
+	uint64_t s0, u0, w0, s1, u1, w1;
+	init_procs(1);
+	gmp__sysmon_long_sleeps(&s0, &u0, &w0);
+	assert_int_equal(gmp_main(relay_main, NULL), 0);
+	gmp__sysmon_long_sleeps(&s1, &u1, &w1);
+	assert_int_equal(gmp_shutdown(), 0);
+	print_message("sysmon slept long %llu times, %llu of them woken\n",
+		      (unsigned long long)(s1 - s0),
+		      (unsigned long long)(w1 - w0));
+	assert_true(s1 - s0 >= 1);
+	/* A few wakes for other reasons (a slow host's stray timer), not
+	 * one per sleep. */
+	assert_true((w1 - w0) * 4 <= (s1 - s0) + 8);
 }
 
 /* A task blocked in an unwrapped read of an empty pipe sleeps in the
@@ -1597,6 +1664,7 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_hog_detached_after_its_cpu_slice),
 	cmocka_unit_test(test_preempt_busy_hog_still_detached),
 	cmocka_unit_test(test_preempt_hog_begun_while_sysmon_sleeps_long),
+	cmocka_unit_test(test_preempt_readies_leave_sysmons_long_sleep),
 	cmocka_unit_test(test_preempt_unwrapped_pipe_read_loses_its_p),
 	cmocka_unit_test(test_preempt_busy_unwrapped_pipe_read_loses_its_p),
 	cmocka_unit_test(test_preempt_syscall_running_keeps_its_p),
