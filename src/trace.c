@@ -284,12 +284,56 @@ static uint64_t *src_refill(gmp__trsrc *s, unsigned words)
 	return s->pos;
 }
 
+/* Whether the CPU has PREFETCHW (x86: CPUID 0x80000001 ECX bit 8, every
+ * Intel core since Broadwell and AMD's; older ones may not take it).
+ * Stored at every start, the same value each time; read relaxed. */
+static volatile bool pfw;
+
+static bool cpu_has_prefetchw(void)
+{
+#if defined(__x86_64__)
+	uint32_t a, b, c, d;
+	__asm__ __volatile__("cpuid"
+			     : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+			     : "a"(0x80000000u), "c"(0));
+	if (a < 0x80000001u)
+		return false;
+	__asm__ __volatile__("cpuid"
+			     : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+			     : "a"(0x80000001u), "c"(0));
+	return (c >> 8) & 1;
+#else
+	return false;
+#endif
+}
+
+/* Asks for the cache line four lines past pos, to be written. A writer's
+ * chunk is cold: taken from the pool after the spill thread read it on
+ * another CPU (stream), or last written a whole window ago (flight). Its
+ * stores would wait on the line's fetch at the next full barrier (the
+ * run queue's CAS, a lock) and a switch or ready came to cost 10-20 ns
+ * more; fetched for writing (exclusive, not shared with the spill
+ * thread's copy) 250 bytes ahead, a round trip or two before it is
+ * needed, the line is there. Past a chunk's end it is harmless. */
+static inline __attribute__((always_inline)) void ahead(const uint64_t *pos)
+{
+#if defined(__x86_64__)
+	if (GMP__LIKELY(gmp__loadb_rlx(&pfw)))
+		__asm__("prefetchw %0" : : "m"(pos[32]));
+#elif defined(__aarch64__)
+	__builtin_prefetch(pos + 32, 1, 3); /* PRFM PSTL1KEEP */
+#else
+	(void)pos;
+#endif
+}
+
 static inline __attribute__((always_inline)) void
 emit_at(gmp__trsrc *s, uint64_t *pos, unsigned n, unsigned kind, uint64_t tick,
 	uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
 	/* Relaxed atomic stores (plain ones, compiled): a copier may read
 	 * the words past the length it loaded while they are written. */
+	ahead(pos);
 	gmp__store64_rlx(&pos[0], tick << 8 | kind);
 	if (n > 0)
 		gmp__store64_rlx(&pos[1], a);
@@ -455,6 +499,7 @@ ready_begin(gmp__p *p, gmp_g *g, gmp_g *self, unsigned by, uint64_t *now)
 	p->tr.ready_tick = 1;
 	uint64_t *pos = src_reserve(p_src(p), 2);
 	if (pos) {
+		ahead(pos);
 		gmp__store64_rlx(&pos[1], (uint64_t)g->id);
 		gmp__store64_rlx(&pos[2], ready_word(g, self, by));
 	}
@@ -577,10 +622,9 @@ void gmp__trace_sched_slow(gmp__m *m, gmp__p *p)
 	p->tr.sys_tick = 1;
 }
 
-void gmp__trace_switch(gmp__m *m, gmp__p *p, gmp_g *g)
+void gmp__trace_switch(gmp__m *m, gmp__p *p, gmp_g *g, uint64_t now)
 {
 	(void)m;
-	uint64_t now = gmp__ticks();
 	/* racy readers: stall.c */
 	gmp__store32_rlx(&p->tr.sched_seen, p->tr.sched_seen + 1);
 	gmp__slice_end(p, now);
@@ -1068,6 +1112,55 @@ static void free_pool_locked(void)
 	}
 }
 
+/* The flight recorder's window, allocated and its pages faulted in when
+ * it starts (tr.api held, before gmp__trace_on is set): recording then
+ * never waits on a page fault, where a window filled as it goes costs
+ * its writers one every 4 KiB of events for the whole first window (a
+ * fault takes 1-2 µs on a VM: 64 MiB took 26-32 ms, some 30 ns a round
+ * trip of chan_pingpong while it lasted). Best effort: what cannot be
+ * had now is allocated as it goes, as before. */
+static void flight_commit(void)
+{
+	gmp__lock(&tr.lock);
+	size_t want = tr.nall < tr.maxchunks ? tr.maxchunks - tr.nall : 0;
+	size_t bytes = sizeof(gmp__trchunk) + (size_t)tr.chunkwords * 8;
+	uint32_t words = tr.chunkwords;
+	gmp__unlock(&tr.lock);
+
+	gmp__trchunk *list = NULL;
+	for (size_t i = 0; i < want; i++) {
+		gmp__trchunk *c = gmp__malloc(bytes);
+		if (!c)
+			break;
+		memset(c, 0, sizeof *c);
+		c->cap = words;
+		volatile char *b = (volatile char *)c;
+		for (size_t off = 0; off < bytes; off += 4096)
+			b[off] = 0;
+		b[bytes - 1] = 0;
+		c->next = list;
+		list = c;
+	}
+
+	gmp__lock(&tr.lock);
+	while (list) {
+		gmp__trchunk *c = list;
+		list = c->next;
+		if (tr.nall >= tr.maxchunks) {
+			/* full already: a late writer of an older trace
+			 * took a chunk meanwhile */
+			gmp__free(c);
+			continue;
+		}
+		c->allnext = tr.all;
+		tr.all = c;
+		tr.nall++;
+		c->next = tr.pool;
+		tr.pool = c;
+	}
+	gmp__unlock(&tr.lock);
+}
+
 /* tr.api held, the runtime running (held, or a task calling). */
 static int start_locked(const char *path, uint64_t flight_mb)
 {
@@ -1121,12 +1214,15 @@ static int start_locked(const char *path, uint64_t flight_mb)
 	gmp__store32_rlx(&tr.epoch, tr.epoch + 1);
 	gmp__store64_rlx(&tr.lost, 0);
 	gmp__unlock(&tr.lock);
+	if (flight_mb)
+		flight_commit();
 
 	tr.spillfd = spillfd;
 	tr.spilled = 0;
 	gmp__store32_rlx(&tr.spillstop, 0);
 	tr.c0 = gmp__ticks();
 	tr.t0 = gmp__nanotime();
+	gmp__storeb_rlx(&pfw, cpu_has_prefetchw());
 
 	/* release: the settings above before the flag the hooks test */
 	gmp__store32_rel(&gmp__trace_on, (uint32_t)tr.mode);

@@ -290,9 +290,9 @@ static inline bool gmp__trace_sched(gmp__m *m, gmp__p *p)
 	return true;
 }
 
-/* While tracing: the run on p ends and g's begins, at one tick (the
- * scheduler's short path, sent by the tracer's byte). */
-void gmp__trace_switch(gmp__m *m, gmp__p *p, gmp_g *g);
+/* While tracing: the run on p ends and g's begins, at one tick, `now`
+ * (the scheduler's short path, sent by the tracer's byte). */
+void gmp__trace_switch(gmp__m *m, gmp__p *p, gmp_g *g, uint64_t now);
 
 /* The owner gives up the tracer's byte, unless a trace is being
  * recorded. A trace that starts meanwhile may find its store overwritten:

@@ -408,6 +408,11 @@ static void test_trace_flight_keeps_last(void **state)
 	tmp_path(path, sizeof path, "flight");
 	tu_init(1);
 	assert_int_equal(gmp__trace_start_flight(path, 1), 0);
+	/* The window is committed when the recorder starts: recording
+	 * never waits on an allocation or a page fault. */
+	size_t at_start = gmp__trace_bytes();
+	assert_true(at_start > ((size_t)1 << 20) - 64 * 1024);
+	assert_true(at_start <= (size_t)1 << 20);
 	atomic_store(&watching, 1);
 	atomic_store(&most_bytes, 0);
 	pthread_t w;
