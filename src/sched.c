@@ -377,8 +377,8 @@ void gmp__wakep(void)
 	 * sysmon only for a call that held work up then), so wake it; once
 	 * per sleep, as the first waker clears sysmonwait. */
 	if (gmp__load32_rlx(&gmp__sched.npidle) == 0) {
-		uint32_t w = gmp__load32_rlx(&gmp__sched.sysmonwait);
-		if (GMP__UNLIKELY(w) && w != GMP__SYSMON_WAIT_BUSY &&
+		if (GMP__UNLIKELY(gmp__sysmon_work_wakes(
+			    gmp__load32_rlx(&gmp__sched.sysmonwait))) &&
 		    gmp__load32_rlx(&gmp__sched.nmspinning) == 0)
 			gmp__sysmon_wake();
 		return;

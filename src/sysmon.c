@@ -43,16 +43,9 @@
 
 enum { FORCE_PREEMPT_NS = 10 * 1000 * 1000 };
 
-/* sched.sysmonwait while sysmon sleeps deeply (sysmon.h): SHORT while
- * tasks are live (the sleep lasts at most DEEP_SHORT_NS, so a task that
- * starts running meanwhile is watched soon enough without waking sysmon
- * for it), LONG while none is (up to a second; a P leaving the idle list
- * ends it). */
-enum {
-	SYSMON_WAIT_SHORT = GMP__SYSMON_WAIT_SHORT,
-	SYSMON_WAIT_LONG = GMP__SYSMON_WAIT_LONG,
-	SYSMON_WAIT_BUSY = GMP__SYSMON_WAIT_BUSY,
-};
+/* The longest slice of a deep sleep while tasks are live (sysmonwait
+ * SHORT, sysmon.h): a task that starts running meanwhile is watched soon
+ * enough without waking sysmon for it. */
 enum { DEEP_SHORT_NS = 10 * 1000 * 1000 };
 
 /* While any P runs a task, sysmon looks at least this often (µs) as long
@@ -116,7 +109,7 @@ void gmp__sysmon_wake_locked(void)
 
 void gmp__sysmon_wake_work_locked(void)
 {
-	if (gmp__load32_rlx(&gmp__sched.sysmonwait) != SYSMON_WAIT_BUSY)
+	if (gmp__sysmon_work_wakes(gmp__load32_rlx(&gmp__sched.sysmonwait)))
 		gmp__sysmon_wake_locked();
 }
 
@@ -131,7 +124,7 @@ void gmp__sysmon_wake(void)
 
 void gmp__sysmon_wake_long_locked(void)
 {
-	if (gmp__load32_rlx(&gmp__sched.sysmonwait) == SYSMON_WAIT_LONG) {
+	if (gmp__load32_rlx(&gmp__sched.sysmonwait) == GMP__SYSMON_WAIT_LONG) {
 		gmp__store32_rlx(&gmp__sched.sysmonwait, 0);
 		gmp__notewakeup(&gmp__sched.sysmonnote);
 	}
@@ -386,10 +379,10 @@ static bool deep_sleep(int64_t now, int64_t sweepnext)
 			sleep = next > now ? next - now : 0;
 		if (sweepnext && sweepnext - now < sleep)
 			sleep = sweepnext > now ? sweepnext - now : 0;
-		uint32_t kind = SYSMON_WAIT_LONG;
+		uint32_t kind = GMP__SYSMON_WAIT_LONG;
 		if (gmp__tasks_live() > 0 && sleep > DEEP_SHORT_NS) {
 			sleep = DEEP_SHORT_NS;
-			kind = SYSMON_WAIT_SHORT;
+			kind = GMP__SYSMON_WAIT_SHORT;
 		}
 		gmp__store64_rlx(&gmp__sched.sysmonuntil,
 				 (uint64_t)(now + sleep));
@@ -400,7 +393,7 @@ static bool deep_sleep(int64_t now, int64_t sweepnext)
 		/* A slice of a longer sleep ended, nobody woke us (a waker
 		 * clears sysmonwait under this lock) and still every P is
 		 * idle: sleep on. */
-		if (woken || kind != SYSMON_WAIT_SHORT ||
+		if (woken || kind != GMP__SYSMON_WAIT_SHORT ||
 		    gmp__load32_rlx(&gmp__sched.sysmonwait) != kind ||
 		    gmp__load32_rlx(&gmp__sched.npidle) !=
 			    gmp__load32_rlx(&gmp__sched.gomaxprocs) ||
@@ -487,7 +480,7 @@ static void busy_sleep(int64_t now, int64_t ns)
 	 * moved_since_look's loads of the Ps' schedticks and their tasks'
 	 * statuses, whose partners are the stores of a task entering its
 	 * call (its status CAS) or of an M starting a slice */
-	gmp__xchg32_full(&gmp__sched.sysmonwait, SYSMON_WAIT_BUSY);
+	gmp__xchg32_full(&gmp__sched.sysmonwait, GMP__SYSMON_WAIT_BUSY);
 	gmp__unlock(&gmp__sched.lock);
 	/* gmp__sysmon_stop sets sm.stop before it takes sched.lock to wake
 	 * this sleep: either it saw sysmonwait set, or this sees stop. */

@@ -12,9 +12,10 @@ void gmp__sysmon_stop(void);
 
 /* sched.sysmonwait: 0 while sysmon is awake, else the sleep it is in
  * (sysmon.c): a deep one, taken with every P idle, SHORT while tasks are
- * live and LONG while none is; or the long sleep while the Ps compute,
- * BUSY until a task enters a system call (gmp__sysmon_wanted), then
- * BUSY_CALL. */
+ * live (in slices of at most 10 ms) and LONG while none is (up to a
+ * second; a P leaving the idle list ends it); or the long sleep while the
+ * Ps compute, BUSY until a task enters a system call (gmp__sysmon_wanted),
+ * then BUSY_CALL. */
 enum {
 	GMP__SYSMON_WAIT_SHORT = 1,
 	GMP__SYSMON_WAIT_LONG,
@@ -22,12 +23,20 @@ enum {
 	GMP__SYSMON_WAIT_BUSY_CALL,
 };
 
+/* Whether work that finds no idle P ends the sleep w (a sysmonwait
+ * value): any but a long sleep while the Ps compute that no task has
+ * entered a system call during, as then every P runs a task that will
+ * get to the work (gmp__wakep, gmp__sysmon_wake_work_locked). */
+static inline bool gmp__sysmon_work_wakes(uint32_t w)
+{
+	return w && w != GMP__SYSMON_WAIT_BUSY;
+}
+
 /* Ends sysmon's deep sleep, if it is in one (sched.lock held). */
 void gmp__sysmon_wake_locked(void);
 
-/* The same for work that finds no idle P (sched.lock held): unless
- * sysmon sleeps while the Ps compute and no task has entered a system
- * call since, as then every P runs a task that will get to the work. */
+/* The same for work that finds no idle P (sched.lock held), if that ends
+ * the sleep (gmp__sysmon_work_wakes). */
 void gmp__sysmon_wake_work_locked(void);
 
 /* The same without sched.lock held, for a caller that work could be
