@@ -36,22 +36,33 @@ static struct {
 
 static pthread_once_t ticks_once = PTHREAD_ONCE_INIT;
 
+bool gmp__cpu_prefetchw;
+
+#if defined(__x86_64__)
+/* CPUID extended leaf `leaf` into r[0..3] (EAX..EDX); false if the CPU
+ * has no such leaf. */
+static bool cpuid_ext(uint32_t leaf, uint32_t r[4])
+{
+	__asm__ __volatile__("cpuid"
+			     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+			     : "a"(0x80000000u), "c"(0));
+	if (r[0] < leaf)
+		return false;
+	__asm__ __volatile__("cpuid"
+			     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+			     : "a"(leaf), "c"(0));
+	return true;
+}
+#endif
+
 /* Whether the CPU's counter runs at a constant rate in every power state
- * and on every core (an invariant TSC; arm64's generic timer always
- * does): only then are its ticks a clock. */
+ * and on every core (an invariant TSC, 0x80000007 EDX bit 8; arm64's
+ * generic timer always does): only then are its ticks a clock. */
 static bool cpu_counter_is_clock(void)
 {
 #if defined(__x86_64__)
-	uint32_t a, b, c, d;
-	__asm__ __volatile__("cpuid"
-			     : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
-			     : "a"(0x80000000u), "c"(0));
-	if (a < 0x80000007u)
-		return false;
-	__asm__ __volatile__("cpuid"
-			     : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
-			     : "a"(0x80000007u), "c"(0));
-	return (d >> 8) & 1;
+	uint32_t r[4];
+	return cpuid_ext(0x80000007u, r) && (r[3] >> 8 & 1);
 #elif defined(__aarch64__)
 	return true;
 #else
@@ -59,8 +70,21 @@ static bool cpu_counter_is_clock(void)
 #endif
 }
 
+/* PREFETCHW: 0x80000001 ECX bit 8 (every Intel core since Broadwell, and
+ * AMD's; older ones may not take the instruction). */
+static bool cpu_has_prefetchw(void)
+{
+#if defined(__x86_64__)
+	uint32_t r[4];
+	return cpuid_ext(0x80000001u, r) && (r[2] >> 8 & 1);
+#else
+	return false;
+#endif
+}
+
 static void ticks_choose(void)
 {
+	gmp__cpu_prefetchw = cpu_has_prefetchw();
 	gmp__ticks_cpu = cpu_counter_is_clock();
 	clk.c0 = gmp__ticks();
 	clk.t0 = gmp__nanotime();

@@ -152,17 +152,31 @@ unsigned gmp__trev_words(unsigned kind)
 
 /* ---- chunks ---------------------------------------------------------------- */
 
-static gmp__trchunk *chunk_alloc(uint32_t words)
+/* A chunk of `words`, on no list yet, or NULL. */
+static gmp__trchunk *chunk_new(uint32_t words)
 {
-	size_t bytes = sizeof(gmp__trchunk) + (size_t)words * 8;
-	gmp__trchunk *c = gmp__malloc(bytes);
+	gmp__trchunk *c = gmp__malloc(sizeof(gmp__trchunk) + (size_t)words * 8);
 	if (!c)
 		return NULL;
 	memset(c, 0, sizeof *c);
 	c->cap = words;
+	return c;
+}
+
+/* Counts c among the chunks that exist (tr.lock held). */
+static void chunk_own(gmp__trchunk *c)
+{
 	c->allnext = tr.all;
 	tr.all = c;
 	tr.nall++;
+}
+
+/* A new chunk, counted (tr.lock held). */
+static gmp__trchunk *chunk_alloc(uint32_t words)
+{
+	gmp__trchunk *c = chunk_new(words);
+	if (c)
+		chunk_own(c);
 	return c;
 }
 
@@ -284,29 +298,6 @@ static uint64_t *src_refill(gmp__trsrc *s, unsigned words)
 	return s->pos;
 }
 
-/* Whether the CPU has PREFETCHW (x86: CPUID 0x80000001 ECX bit 8, every
- * Intel core since Broadwell and AMD's; older ones may not take it).
- * Stored at every start, the same value each time; read relaxed. */
-static volatile bool pfw;
-
-static bool cpu_has_prefetchw(void)
-{
-#if defined(__x86_64__)
-	uint32_t a, b, c, d;
-	__asm__ __volatile__("cpuid"
-			     : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
-			     : "a"(0x80000000u), "c"(0));
-	if (a < 0x80000001u)
-		return false;
-	__asm__ __volatile__("cpuid"
-			     : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
-			     : "a"(0x80000001u), "c"(0));
-	return (c >> 8) & 1;
-#else
-	return false;
-#endif
-}
-
 /* Asks for the cache line four lines past pos, to be written. A writer's
  * chunk is cold: taken from the pool after the spill thread read it on
  * another CPU (stream), or last written a whole window ago (flight). Its
@@ -318,7 +309,7 @@ static bool cpu_has_prefetchw(void)
 static inline __attribute__((always_inline)) void ahead(const uint64_t *pos)
 {
 #if defined(__x86_64__)
-	if (GMP__LIKELY(gmp__loadb_rlx(&pfw)))
+	if (GMP__LIKELY(gmp__cpu_prefetchw))
 		__asm__("prefetchw %0" : : "m"(pos[32]));
 #elif defined(__aarch64__)
 	__builtin_prefetch(pos + 32, 1, 3); /* PRFM PSTL1KEEP */
@@ -1123,17 +1114,15 @@ static void flight_commit(void)
 {
 	gmp__lock(&tr.lock);
 	size_t want = tr.nall < tr.maxchunks ? tr.maxchunks - tr.nall : 0;
-	size_t bytes = sizeof(gmp__trchunk) + (size_t)tr.chunkwords * 8;
 	uint32_t words = tr.chunkwords;
 	gmp__unlock(&tr.lock);
 
+	size_t bytes = sizeof(gmp__trchunk) + (size_t)words * 8;
 	gmp__trchunk *list = NULL;
 	for (size_t i = 0; i < want; i++) {
-		gmp__trchunk *c = gmp__malloc(bytes);
+		gmp__trchunk *c = chunk_new(words);
 		if (!c)
 			break;
-		memset(c, 0, sizeof *c);
-		c->cap = words;
 		volatile char *b = (volatile char *)c;
 		for (size_t off = 0; off < bytes; off += 4096)
 			b[off] = 0;
@@ -1152,9 +1141,7 @@ static void flight_commit(void)
 			gmp__free(c);
 			continue;
 		}
-		c->allnext = tr.all;
-		tr.all = c;
-		tr.nall++;
+		chunk_own(c);
 		c->next = tr.pool;
 		tr.pool = c;
 	}
@@ -1222,7 +1209,6 @@ static int start_locked(const char *path, uint64_t flight_mb)
 	gmp__store32_rlx(&tr.spillstop, 0);
 	tr.c0 = gmp__ticks();
 	tr.t0 = gmp__nanotime();
-	gmp__storeb_rlx(&pfw, cpu_has_prefetchw());
 
 	/* release: the settings above before the flag the hooks test */
 	gmp__store32_rel(&gmp__trace_on, (uint32_t)tr.mode);

@@ -51,9 +51,10 @@
 
 /* ---- ticks ------------------------------------------------------------- */
 
-/* Whether ticks come from the CPU's counter (metrics.c decides once per
- * process; read-only after). */
-extern bool gmp__ticks_cpu;
+/* Whether ticks come from the CPU's counter, and whether an x86 CPU has
+ * PREFETCHW (trace.c uses it): metrics.c decides both once per process,
+ * at the first gmp_init; read-only after. */
+extern bool gmp__ticks_cpu, gmp__cpu_prefetchw;
 
 /* The CPU's tick counter itself (only where gmp__ticks_cpu says it is
  * used; 0 on other architectures, which never use it). */
