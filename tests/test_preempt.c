@@ -1102,7 +1102,7 @@ static int unseen_hog_main(void *arg)
 	return 0;
 }
 
-static void test_preempt_hog_begun_while_sysmon_sleeps_long(void **s)
+static void test_preempt_hog_begun_in_sysmons_long_sleep(void **s)
 {
 	(void)s;
 	uint64_t unseen = 0;
@@ -1678,7 +1678,7 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p2),
 	cmocka_unit_test(test_preempt_hog_detached_after_its_cpu_slice),
 	cmocka_unit_test(test_preempt_busy_hog_still_detached),
-	cmocka_unit_test(test_preempt_hog_begun_while_sysmon_sleeps_long),
+	cmocka_unit_test(test_preempt_hog_begun_in_sysmons_long_sleep),
 	cmocka_unit_test(test_preempt_readies_leave_sysmons_long_sleep),
 	cmocka_unit_test(test_preempt_unwrapped_pipe_read_loses_its_p),
 	cmocka_unit_test(test_preempt_busy_unwrapped_pipe_read_loses_its_p),
