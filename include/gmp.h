@@ -178,15 +178,35 @@ GMP_EXTERN void gmp_preempt_point(void);
 
 /* The check itself is inlined at the call site (a macro, so that
  * &gmp_preempt_point still names the function above): one relaxed load of
- * a thread-local flag that sysmon sets. */
-GMP_EXTERN extern __thread uint32_t gmp_preempt_pending_;
+ * a thread-local flag that sysmon sets. The task may have moved to another
+ * thread since the caller's last switch point, so the flag is found from
+ * the thread pointer as it is at the check. On x86-64 the load goes
+ * through %fs, which is that. arm64 compilers read tpidr_el0 once for a
+ * whole loop, and the loop would then read the flag of a thread it left
+ * (one that may have exited): there the thread pointer is read by a
+ * volatile asm. The variable is initial-exec, as libgmp defines it, so
+ * that code built -fPIC reaches it without a call. */
+GMP_EXTERN extern __thread uint32_t gmp_preempt_pending_
+	__attribute__((tls_model("initial-exec")));
 GMP_EXTERN void gmp_preempt_point_slow_(void);
 
 static inline void gmp_preempt_point_inline_(void)
 {
-	if (__builtin_expect(__atomic_load_n(&gmp_preempt_pending_,
-					     __ATOMIC_RELAXED) != 0,
-			     0))
+	uint32_t pending;
+#if defined(__aarch64__) && defined(__ELF__)
+	unsigned long gmp_tp_, gmp_off_;
+	__asm__ __volatile__(
+		"mrs %0, tpidr_el0\n\t"
+		"adrp %1, :gottprel:gmp_preempt_pending_\n\t"
+		"ldr %1, [%1, #:gottprel_lo12:gmp_preempt_pending_]\n\t"
+		"ldr %w2, [%0, %1]"
+		: "=&r"(gmp_tp_), "=&r"(gmp_off_), "=r"(pending)
+		:
+		: "memory");
+#else
+	pending = __atomic_load_n(&gmp_preempt_pending_, __ATOMIC_RELAXED);
+#endif
+	if (__builtin_expect(pending != 0, 0))
 		gmp_preempt_point_slow_();
 }
 #define gmp_preempt_point() gmp_preempt_point_inline_()

@@ -318,19 +318,11 @@ void gmp__enter_last_slow(gmp_g *g)
 
 /* ---- the switch point the program calls ---------------------------------- */
 
-/* Defined in tls.c, with the thread's other variables: that file reaches
- * thread-locals only from functions the compiler cannot see into, so that
- * no caller keeps an address computed on one thread after a switch moved
- * it to another. The one read here comes before any switch, as gmp.h's
- * inline check does in the caller. Redeclared initial-exec, as it is
- * defined, so the read is one load from the thread pointer rather than a
- * call to __tls_get_addr. */
-extern __thread uint32_t gmp_preempt_pending_
-	__attribute__((tls_model("initial-exec")));
-
 /* One thread-local load when nothing is pending (design.md §2.2); the
  * same check as the inline one in gmp.h, for callers through a function
- * pointer. */
+ * pointer. gmp_preempt_pending_ is defined in tls.c and declared
+ * initial-exec in gmp.h; read here before any switch in this function,
+ * its address cannot be stale (§22.3). */
 GMP_EXTERN void(gmp_preempt_point)(void)
 {
 	if (GMP__UNLIKELY(gmp__load32_rlx(&gmp_preempt_pending_) != 0))

@@ -972,6 +972,100 @@ static void test_preempt_busy_switchers_keep_their_p2(void **s)
 	busy_switchers(2);
 }
 
+/* ---- the inline check follows the task to another thread ------------------------ */
+
+/* gmp.h inlines gmp_preempt_point's check into the caller, and a compiler
+ * may read the thread pointer once for a whole loop (arm64 compilers keep
+ * tpidr_el0 in a register). A loop whose task moved to another thread on
+ * the way must still read its current thread's flag: asked to yield, it
+ * yields, and is not detached. Reading the thread it left, it would never
+ * see the request. */
+struct mover {
+	int pipe[2];
+	uint64_t steps;
+	int64_t deadline;
+	atomic_int other_ran;
+	bool moved, detached;
+};
+
+/* Holds the thread it runs on in a blocking call, in the bracket that
+ * hands the P to another thread at once, until the mover writes. */
+static void mv_blocker(void *arg)
+{
+	struct mover *r = arg;
+	char c;
+	gmp_enter_syscall_block();
+	ssize_t n = read(r->pipe[0], &c, 1);
+	gmp_exit_syscall();
+	T_ASSERT(n == 1);
+}
+
+static void mv_other(void *arg)
+{
+	struct mover *r = arg;
+	atomic_store(&r->other_ran, 1);
+}
+
+/* Moves the calling task to another thread: the blocker takes this
+ * thread while the task sleeps, and keeps it. */
+static __attribute__((noinline)) void mv_move(struct mover *r)
+{
+	pid_t tid0 = tu_gettid();
+	T_ASSERT(gmp_go(mv_blocker, r) > 0);
+	gmp_sleep(20 * MS);
+	r->moved = tu_gettid() != tid0;
+	/* Wants the P: sysmon asks this task to yield once its slice has
+	 * run. */
+	T_ASSERT(gmp_go(mv_other, r) > 0);
+	r->deadline = tu_now_ns() + 5 * SEC * tu_host_slowdown();
+}
+
+static __attribute__((noinline)) bool mv_done(struct mover *r)
+{
+	if (gmp__detached())
+		r->detached = true;
+	return atomic_load_explicit(&r->other_ran, memory_order_relaxed) ||
+	       tu_now_ns() > r->deadline;
+}
+
+/* The loop is kept small, as a program's compute loop is: with the Debian
+ * cross-compiler at -O2 it reads tpidr_el0 once, before the move. */
+static int mover_main(void *arg)
+{
+	struct mover *r = arg;
+	uint64_t x = 1;
+	for (long i = 0;; i++) {
+		if (i == 3)
+			mv_move(r);
+		x = lcg(x, r->steps);
+		if (mv_done(r))
+			break;
+		gmp_preempt_point();
+	}
+	T_ASSERT(x != 0);
+	T_ASSERT(write(r->pipe[1], "x", 1) == 1);
+	return 0;
+}
+
+static void test_preempt_point_follows_a_moved_task(void **s)
+{
+	(void)s;
+	init_procs(1);
+	struct mover r = { .steps = steps_per(20), .deadline = INT64_MAX };
+	assert_int_equal(pipe(r.pipe), 0);
+	assert_int_equal(gmp_main(mover_main, &r), 0);
+	gmp_stats st = tu_stats();
+	fprintf(stderr, "moved %d, other ran %d, detaches %llu\n", r.moved,
+		atomic_load(&r.other_ran), (unsigned long long)st.detaches);
+	assert_true(r.moved);
+	assert_true(atomic_load(&r.other_ran));
+	assert_false(r.detached);
+	assert_int_equal(st.detaches, 0);
+	assert_int_equal(gmp_shutdown(), 0);
+	close(r.pipe[0]);
+	close(r.pipe[1]);
+}
+
 /* A hog on a busy machine is still detached, once it has run its slice of
  * CPU time (10 ms, and 20 ms of it at the very latest): later in wall
  * time than on an idle machine, by the share of a CPU it got. The
@@ -1676,6 +1770,7 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_stress_randomized_p2),
 	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p1),
 	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p2),
+	cmocka_unit_test(test_preempt_point_follows_a_moved_task),
 	cmocka_unit_test(test_preempt_hog_detached_after_its_cpu_slice),
 	cmocka_unit_test(test_preempt_busy_hog_still_detached),
 	cmocka_unit_test(test_preempt_hog_begun_in_sysmons_long_sleep),
