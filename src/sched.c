@@ -197,6 +197,14 @@ void gmp__acquirep(gmp__m *m, gmp__p *p)
 			   p->m ? (long long)p->m->id : -1LL);
 	gmp__storep_rlx(&m->p, p); /* racy readers: sysmon */
 	gmp__storep_rel(&p->m, m); /* sysmon: p->m (acquire) then m->curg */
+	/* A P taken from idle or handed over starts a new slice, even for a
+	 * task that inherits one from runnext: the slice before ended when
+	 * the P stopped. (A sleeper woken by a timer on an idle P ran on in
+	 * its last slice, and sysmon, which had asked that slice to end,
+	 * detached it while it ran a few microseconds between sleeps.) The
+	 * store is before the release below, which sysmon's acquire of the
+	 * status pairs with. */
+	gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
 	/* release: sysmon and stealers read status racily */
 	gmp__store32_rel(&p->status, GMP__P_RUNNING);
 	gmp__trace_pstart(m, p);

@@ -972,6 +972,59 @@ static void test_preempt_busy_switchers_keep_their_p2(void **s)
 	busy_switchers(2);
 }
 
+/* ---- a slice ends when its P stops ---------------------------------------------- */
+
+/* A task that sleeps a millisecond, then computes 300 µs without a switch
+ * point, round after round, alone at maxprocs 1: the P idles while it
+ * sleeps, and the timer's wake-up runs it from runnext. Each run is a new
+ * slice. Were it to continue the slice before the P stopped, its runs
+ * would add up to one long slice that sysmon asks to end (a request the
+ * sleep does not answer) and then detaches in the middle of a run. */
+struct napper {
+	int rounds;
+	bool detached;
+	gmp_wg done;
+};
+
+static void napper(void *arg)
+{
+	struct napper *n = arg;
+	for (int i = 0; i < n->rounds; i++) {
+		gmp_sleep(MS);
+		int64_t until = thread_cpu_ns() + 300 * 1000;
+		while (thread_cpu_ns() < until)
+			if (gmp__detached())
+				n->detached = true;
+	}
+	gmp_wg_done(&n->done);
+}
+
+static int napper_main(void *arg)
+{
+	struct napper *n = arg;
+	gmp_wg_add(&n->done, 1);
+	T_ASSERT(gmp_go(napper, n) > 0);
+	gmp_wg_wait(&n->done);
+	return 0;
+}
+
+static void test_preempt_napper_keeps_its_p(void **s)
+{
+	(void)s;
+	init_procs(1);
+	skip_without_cpu_slices(); /* never detached: judged on CPU time */
+	struct napper n = { .rounds = 300 };
+	assert_int_equal(gmp_main(napper_main, &n), 0);
+	gmp_stats st = tu_stats();
+	fprintf(stderr,
+		"%d rounds of 1 ms asleep, 300 us computing: %llu "
+		"detaches\n",
+		n.rounds, (unsigned long long)st.detaches);
+	assert_false(n.detached);
+	assert_int_equal(st.detaches, 0);
+	assert_int_equal(gmp_shutdown(), 0);
+}
+
 /* ---- the inline check follows the task to another thread ------------------------ */
 
 /* gmp.h inlines gmp_preempt_point's check into the caller, and a compiler
@@ -1770,6 +1823,7 @@ GMP_TEST_MAIN(
 	cmocka_unit_test(test_preempt_stress_randomized_p2),
 	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p1),
 	cmocka_unit_test(test_preempt_busy_switchers_keep_their_p2),
+	cmocka_unit_test(test_preempt_napper_keeps_its_p),
 	cmocka_unit_test(test_preempt_point_follows_a_moved_task),
 	cmocka_unit_test(test_preempt_hog_detached_after_its_cpu_slice),
 	cmocka_unit_test(test_preempt_busy_hog_still_detached),
