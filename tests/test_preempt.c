@@ -6,6 +6,7 @@
  * Each case needs a working asymmetric barrier (membarrier, or the
  * mprotect shoot-down on x86-64); where the runtime found none, detaching
  * is off and the case skips, saying why. */
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -94,11 +95,70 @@ static int64_t wake_bound_ns(void)
 	return 50 * MS * tu_host_slowdown();
 }
 
+static int cpus_here(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+/* Threads of other processes that want a CPU now: /proc/stat's
+ * procs_running (every runnable thread of the machine) less this
+ * process's own runnable ones. 0 where /proc cannot say. */
+static int others_running(void)
+{
+	char line[256];
+	int all = -1, own = 0;
+	FILE *f = fopen("/proc/stat", "r");
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "procs_running %d", &all) == 1)
+			break;
+	if (f)
+		fclose(f);
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		char path[300], buf[512];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/stat",
+			 e->d_name);
+		FILE *t = fopen(path, "r");
+		if (!t)
+			continue;
+		char *close_paren = NULL;
+		if (fgets(buf, sizeof buf, t))
+			close_paren = strrchr(buf, ')');
+		if (close_paren && close_paren[1] == ' ' &&
+		    close_paren[2] == 'R')
+			own++;
+		fclose(t);
+	}
+	if (d)
+		closedir(d);
+	return all > own ? all - own : 0;
+}
+
 struct sleeper_run {
 	int nhogs;
 	int rounds;
 	int64_t worst_ns; /* the latest a 10 ms sleep woke */
+	int others;       /* other processes' threads running: the median of
+			     one look per round (one look may catch a
+			     passing thread of the machine's own) */
+	int seen[64];
 };
+
+/* Slices are judged on CPU time (§13.3): where other processes want the
+ * CPUs too (another test of the suite beside this one), a hog takes
+ * longer in wall time to run its slice, in proportion to the threads it
+ * shares a CPU with. The idle machine's bound, stretched by that. */
+static int64_t wake_bound_busy_ns(const struct sleeper_run *r)
+{
+	int n = cpus_here();
+	return wake_bound_ns() * (n + r->others) / n;
+}
 
 static struct hog hogs[8];
 static atomic_int hogs_stop;
@@ -145,7 +205,17 @@ static int sleeper_main(void *arg)
 		int64_t late = gmp_nanotime() - t0 - 10 * MS;
 		if (late > r->worst_ns)
 			r->worst_ns = late;
+		if (i < 64)
+			r->seen[i] = others_running();
 	}
+	int n = r->rounds < 64 ? r->rounds : 64;
+	for (int i = 1; i < n; i++) /* insertion sort: a few dozen */
+		for (int j = i; j > 0 && r->seen[j - 1] > r->seen[j]; j--) {
+			int t = r->seen[j];
+			r->seen[j] = r->seen[j - 1];
+			r->seen[j - 1] = t;
+		}
+	r->others = r->seen[n / 2];
 	stop_hogs();
 	return 0;
 }
@@ -157,11 +227,12 @@ static void hogs_beside_sleeper(int procs, int k)
 	assert_int_equal(gmp_main(sleeper_main, &r), 0);
 	gmp_stats s = tu_stats();
 	fprintf(stderr,
-		"procs=%d hogs=%d: worst wake %.1f ms late, %llu "
-		"detaches\n",
+		"procs=%d hogs=%d: worst wake %.1f ms late (bound %.0f ms, "
+		"%d other threads running), %llu detaches\n",
 		procs, k, (double)r.worst_ns / 1e6,
+		(double)wake_bound_busy_ns(&r) / 1e6, r.others,
 		(unsigned long long)s.detaches);
-	assert_true(r.worst_ns <= wake_bound_ns());
+	assert_true(r.worst_ns <= wake_bound_busy_ns(&r));
 	/* The hogs that found every P held need one detach each to start
 	 * (k - procs), and the sleeper one more once hogs hold every P. A
 	 * hog is detached only while its P is wanted (design.md §37.2): the
@@ -612,7 +683,7 @@ static void test_preempt_shootdown_barrier(void **s)
 	assert_null(why);
 	struct sleeper_run r = { .nhogs = 2, .rounds = 15 };
 	assert_int_equal(gmp_main(sleeper_main, &r), 0);
-	assert_true(r.worst_ns <= wake_bound_ns());
+	assert_true(r.worst_ns <= wake_bound_busy_ns(&r));
 	assert_true(tu_stats().detaches >= 1);
 #else
 	assert_non_null(why);
@@ -748,14 +819,6 @@ static void test_preempt_stress_randomized_p2(void **s)
  * oversubscribed about twice. They need sysmon to look at threads (their
  * CPU clocks and states); where it cannot, slices are wall-clock ones and
  * they skip, saying why. */
-
-static int cpus_here(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) != 0)
-		return 1;
-	return CPU_COUNT(&set);
-}
 
 enum { MAX_SPIN = 64 };
 static pid_t spinners[MAX_SPIN];
