@@ -719,6 +719,7 @@ static void st_partner(void *arg)
 		v = v * 3 + 1;
 		T_ASSERT(gmp_chan_send(w->out, &v) == 0);
 	}
+	gmp_wg_done(w->wg); /* done with both channels */
 }
 
 /* Short stretches of computing between calls that need a P, and now and
@@ -762,12 +763,13 @@ static void st_worker(void *arg)
 	gmp_wg_done(w->wg);
 }
 
-/* One batch: NW workers and their partners, run to the end and
- * checked (each worker's result against the same steps run here). */
+/* One batch: NW workers and their partners, run to the end (both, before
+ * their channels are freed) and checked (each worker's result against the
+ * same steps run here). */
 static void stress_batch(struct st_worker *w, int nw, long rounds)
 {
 	gmp_wg wg = GMP_WG_INIT;
-	gmp_wg_add(&wg, nw);
+	gmp_wg_add(&wg, 2 * nw);
 	for (int i = 0; i < nw; i++) {
 		w[i] = (struct st_worker){ gmp_chan_new(sizeof(long), 0),
 					   gmp_chan_new(sizeof(long), 0),
