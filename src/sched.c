@@ -201,9 +201,9 @@ void gmp__acquirep(gmp__m *m, gmp__p *p)
 	 * task that inherits one from runnext: the slice before ended when
 	 * the P stopped. (A sleeper woken by a timer on an idle P ran on in
 	 * its last slice, and sysmon, which had asked that slice to end,
-	 * detached it while it ran a few microseconds between sleeps.) The
-	 * store is before the release below, which sysmon's acquire of the
-	 * status pairs with. */
+	 * detached it while it ran a few microseconds between sleeps.) This
+	 * M owns the P from here: a plain store, which sysmon reads racily
+	 * (internal.h), as execute's. */
 	gmp__store32_rlx(&p->schedtick, p->schedtick + 1);
 	/* release: sysmon and stealers read status racily */
 	gmp__store32_rel(&p->status, GMP__P_RUNNING);
