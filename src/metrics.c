@@ -39,18 +39,22 @@ static pthread_once_t ticks_once = PTHREAD_ONCE_INIT;
 bool gmp__cpu_prefetchw;
 
 #if defined(__x86_64__)
-/* CPUID extended leaf `leaf` into r[0..3] (EAX..EDX); false if the CPU
- * has no such leaf. */
-static bool cpuid_ext(uint32_t leaf, uint32_t r[4])
+/* CPUID leaf `leaf` (subleaf 0) into r[0..3] (EAX..EDX). */
+static void cpuid(uint32_t leaf, uint32_t r[4])
 {
 	__asm__ __volatile__("cpuid"
 			     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
-			     : "a"(0x80000000u), "c"(0));
+			     : "a"(leaf), "c"(0));
+}
+
+/* CPUID extended leaf `leaf` into r; false if the CPU has no such leaf
+ * (leaf 0x80000000 gives the highest). */
+static bool cpuid_ext(uint32_t leaf, uint32_t r[4])
+{
+	cpuid(0x80000000u, r);
 	if (r[0] < leaf)
 		return false;
-	__asm__ __volatile__("cpuid"
-			     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
-			     : "a"(leaf), "c"(0));
+	cpuid(leaf, r);
 	return true;
 }
 #endif
